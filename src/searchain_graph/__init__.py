@@ -1,0 +1,51 @@
+"""searchain-graph: Search-in-the-Chain (Xu et al., WWW 2024) for LangChain and LangGraph.
+
+The main entry point is :func:`create_searchain_graph`, which returns a compiled
+LangGraph graph::
+
+    from searchain_graph import create_searchain_graph, BM25Retriever, LLMReader
+    graph = create_searchain_graph(llm, BM25Retriever.from_files("corpus.jsonl"), LLMReader(llm))
+    out = graph.invoke({"question": "Where do greyhound buses in the birthplace of Spirit If...'s performer leave from?"})
+    print(out["final_content"])
+"""
+
+from searchain_graph.context import SearChainContext
+from searchain_graph.graph import (
+    InvalidQuestionError,
+    QueryMatcher,
+    create_searchain_graph,
+    normalized_duplicate,
+)
+from searchain_graph.llm import ModelNotFoundError, TransformersChatModel, load_chat_model
+from searchain_graph.parsing import ParsedChain, extract_final_answer, normalize_answer, parse_chain
+from searchain_graph.reader import LLMReader, Reader, ReaderOutput
+from searchain_graph.retrieval import BM25Retriever, CorpusFormatError, iter_corpus, load_corpus
+from searchain_graph.state import InputState, OutputState, Reference, SearChainState
+
+__all__ = [
+    "BM25Retriever",
+    "CorpusFormatError",
+    "InputState",
+    "InvalidQuestionError",
+    "LLMReader",
+    "ModelNotFoundError",
+    "OutputState",
+    "ParsedChain",
+    "QueryMatcher",
+    "Reader",
+    "ReaderOutput",
+    "Reference",
+    "SearChainContext",
+    "SearChainState",
+    "TransformersChatModel",
+    "create_searchain_graph",
+    "extract_final_answer",
+    "iter_corpus",
+    "load_chat_model",
+    "load_corpus",
+    "normalize_answer",
+    "normalized_duplicate",
+    "parse_chain",
+]
+
+__version__ = "0.1.0"

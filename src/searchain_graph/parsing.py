@@ -1,0 +1,235 @@
+"""Parsing of Chain-of-Query text, answer normalisation and answer extraction.
+
+The parser accepts what LLMs actually write, not only the paper's clean format:
+missing or repeated node numbers, extra whitespace, markdown bullets and bold
+tags, several tags on one line, unclosed chains, the prompt's own instruction
+lines echoed back ("If you don't know the answer:"), and text before or after
+the chain. It never raises on LLM output: anything it cannot use is reported in
+:attr:`ParsedChain.warnings`.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from searchain_graph.state import ChainNode
+
+MAX_NODES = 32
+"""Nodes beyond this in one chain are dropped (with a warning): a runaway generation."""
+
+_TAG = re.compile(
+    r"\[\s*(?P<tag>unsolved\s*query|query|answer|final\s*content|question)\s*(?P<num>\d+)?\s*\]\s*[:：]?",
+    re.IGNORECASE,
+)
+# Echoes of the prompt's own scaffolding (Figures 3 and 9-12).
+_SCAFFOLD = re.compile(
+    r"(if you (?:don'?t|do not) know the answer\s*:?|if you know the answer\s*:?|"
+    r"instruction\s*:\s*please stop your generation\.?|for ex(?:a|)mple\s*:)",
+    re.IGNORECASE,
+)
+_BULLET = re.compile(r"^\s*(?:[-*+\u2022>#]+|\d+[.)])\s+", re.MULTILINE)
+_EMPHASIS = re.compile(r"(\*\*|__|`)")
+_CITATION = re.compile(r"\[(\d+)\]")
+_FINAL_ANSWER = re.compile(
+    r"(?:the\s+)?final\s+answer\s*(?:is|:)\s*:?\s*(?P<ans>.+?)\s*(?:$|\n|(?<!\b[A-Z])\.(?:\s|$))",
+    re.IGNORECASE,
+)
+_ANSWER_IS = re.compile(r"\banswer\s+is\s*:?\s*(?P<ans>.+?)\s*(?:$|\n|\.(?:\s|$))", re.IGNORECASE)
+
+
+@dataclass
+class ParsedChain:
+    """A Chain-of-Query parsed from LLM text."""
+
+    nodes: list[ChainNode] = field(default_factory=list)
+    final_content: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _clean(text: str) -> str:
+    text = _SCAFFOLD.sub(" ", text)
+    text = " ".join(text.split())
+    return text.strip(" \t\"'").strip()
+
+
+def _new_node(query: str, *, unsolved: bool) -> ChainNode:
+    return {"index": 0, "query": query, "answer": None, "unsolved": unsolved}
+
+
+def parse_chain(text: str) -> ParsedChain:
+    """Parse the LLM's Chain-of-Query output.
+
+    Rules (documented in ``docs/method.md``):
+
+    * ``[Query i]`` starts a node; its number is ignored and nodes are renumbered 1..n.
+    * ``[Unsolved Query]`` right after an unanswered ``[Query i]`` marks that node unsolved
+      (its text, a rewrite of the query, replaces the query); elsewhere it starts a new
+      unsolved node.
+    * ``[Answer i]`` answers the open node. A node that has an answer is solved, even if
+      the LLM also echoed an ``[Unsolved Query]`` line for it (the prompt's scaffolding).
+    * A query left without an answer is treated as unsolved: the LLM did not know it.
+    * ``[Final Content]`` ends the chain; a ``[Question]`` tag after the first node means
+      the model started another example, and parsing stops there.
+
+    Args:
+        text: The raw text of one LLM generation.
+
+    Returns:
+        The nodes, the final content (or ``None``) and warnings about what was skipped.
+    """
+    text = _EMPHASIS.sub("", _BULLET.sub("", text or ""))
+    parsed = ParsedChain()
+    matches = list(_TAG.finditer(text))
+    if not matches:
+        if text.strip():
+            parsed.warnings.append("the LLM's output has no [Query]/[Answer] tags; nothing to verify")
+        else:
+            parsed.warnings.append("the LLM returned empty output")
+        return parsed
+
+    nodes: list[ChainNode] = []
+    current: ChainNode | None = None
+    for pos, match in enumerate(matches):
+        end = matches[pos + 1].start() if pos + 1 < len(matches) else len(text)
+        body = text[match.end() : end]
+        tag = " ".join(match.group("tag").lower().split()).replace("unsolvedquery", "unsolved query")
+        tag = tag.replace("finalcontent", "final content")
+        content = _clean(body)
+        if tag == "question":
+            if nodes or current is not None:
+                break  # the model began a new example: the chain is over
+            continue
+        if tag == "final content":
+            parsed.final_content = " ".join(body.split()).strip() or None
+            break
+        if tag == "query":
+            if not content:
+                parsed.warnings.append("skipped a [Query] with no text")
+                current = None
+                continue
+            current = _new_node(content, unsolved=False)
+            nodes.append(current)
+        elif tag == "unsolved query":
+            if current is not None and current["answer"] is None:
+                current["unsolved"] = True
+                if content:
+                    current["query"] = content
+            elif content:
+                current = _new_node(content, unsolved=True)
+                nodes.append(current)
+            else:
+                parsed.warnings.append("skipped an [Unsolved Query] with no text")
+        elif tag == "answer":
+            if current is None or current["answer"] is not None:
+                parsed.warnings.append(f"skipped an [Answer] with no open query: {content[:80]!r}")
+                continue
+            if content:
+                current["answer"] = content
+                current["unsolved"] = False
+
+    for node in nodes:
+        if node["answer"] is None and not node["unsolved"]:
+            node["unsolved"] = True
+            parsed.warnings.append(f"query {node['query'][:80]!r} has no answer; treated as unsolved")
+    if len(nodes) > MAX_NODES:
+        parsed.warnings.append(f"chain has {len(nodes)} nodes; kept the first {MAX_NODES}")
+        nodes = nodes[:MAX_NODES]
+    for i, node in enumerate(nodes, start=1):
+        node["index"] = i
+    parsed.nodes = nodes
+    return parsed
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD answer normalisation, extended to Unicode punctuation.
+
+    Lower-cases, removes punctuation (ASCII and Unicode, so "…" goes like "..."),
+    the articles *a*, *an*, *the*, and collapses whitespace.
+    """
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = "".join(
+        " " if (ch in string.punctuation or unicodedata.category(ch).startswith("P")) else ch for ch in text
+    )
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def answer_contains(answer: str | None, span: str) -> bool:
+    """True when the normalised ``span`` occurs in the normalised ``answer`` (token-aligned).
+
+    This is the paper's consistency test for short-form tasks ("whether g appears in
+    a_i"). An empty ``span`` is trivially contained: there is nothing to contradict.
+    """
+    needle = normalize_answer(span)
+    if not needle:
+        return True
+    hay = normalize_answer(answer or "")
+    return f" {needle} " in f" {hay} "
+
+
+def extract_final_answer(final_content: str | None, task: str = "multihop") -> str | None:
+    """Pull the short answer out of a ``[Final Content]`` text.
+
+    Looks for "the final answer is X" (the paper's examples), then "answer is X". For
+    yes/no and fact-checking tasks the answer is reduced to ``Yes``/``No`` or
+    ``SUPPORTS``/``REFUTES`` when one of them is stated.
+
+    Returns:
+        The answer, or ``None`` when the text states none.
+    """
+    if not final_content:
+        return None
+    text = _CITATION.sub("", final_content)
+    if task == "fact":
+        found = re.findall(r"\b(SUPPORTS?|REFUTES?)\b", text, re.IGNORECASE)
+        if found:
+            return "SUPPORTS" if found[-1].upper().startswith("SUPPORT") else "REFUTES"
+    match = None
+    for pattern in (_FINAL_ANSWER, _ANSWER_IS):
+        hits = list(pattern.finditer(text))
+        if hits:
+            match = hits[-1]
+            break
+    answer = match.group("ans").strip(" .\"'*") if match else None
+    if task == "yesno":
+        probe = answer if answer is not None else text
+        found = re.findall(r"\b(yes|no)\b", probe, re.IGNORECASE)
+        if found:
+            return found[0 if answer is not None else -1].capitalize()
+    return answer or None
+
+
+def citations(text: str) -> list[int]:
+    """The citation numbers ``n`` of every ``[n]`` marker in ``text``, in order."""
+    return [int(n) for n in _CITATION.findall(text or "")]
+
+
+def drop_invalid_citations(text: str, count: int) -> tuple[str, list[int]]:
+    """Remove ``[n]`` markers with ``n`` outside ``1..count``.
+
+    Returns:
+        The cleaned text and the invalid numbers that were removed.
+    """
+    bad: list[int] = []
+
+    def _keep(match: re.Match[str]) -> str:
+        n = int(match.group(1))
+        if 1 <= n <= count:
+            return match.group(0)
+        bad.append(n)
+        return ""
+
+    cleaned = _CITATION.sub(_keep, text)
+    cleaned = re.sub(r"\s+([.,;])", r"\1", cleaned)
+    return " ".join(cleaned.split()), bad
+
+
+def word_count(texts: str | Sequence[str]) -> int:
+    """Whitespace-delimited words, the unit of the paper's Table 5."""
+    if isinstance(texts, str):
+        return len(texts.split())
+    return sum(len(t.split()) for t in texts)

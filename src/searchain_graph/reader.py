@@ -1,0 +1,216 @@
+"""Readers: extract an answer *g* from a passage with a confidence *f* (Section 3.3).
+
+A reader is any object with ``read(query, passage) -> ReaderOutput``. When it also
+has ``read_batch(pairs)`` (and, for async graphs, ``aread_batch``), SearChain reads
+all nodes of one round in a single call.
+
+:class:`LLMReader` is the embedded default: it asks the chat model to copy the
+answer span out of the passage, and derives *f* from the model's own token
+probabilities. Its confidence is on a log-odds scale chosen so that the paper's
+θ = 1.5 keeps its meaning of "confident enough to overrule the LLM":
+
+* ``p`` = the geometric mean of the probabilities of the answer's tokens
+  (``exp`` of their mean log-probability), i.e. how sure the model was, token by
+  token, of the span it wrote;
+* ``f = log(p / (1 - p))``, clipped to ``[-10, 10]``. θ = 1.5 therefore means
+  ``p > 0.82``;
+* an answer that does not occur in the passage (after SQuAD normalisation) is not
+  extractive evidence, and gets ``f = -10``; so does "unanswerable".
+
+Models that return no log-probabilities get ``f = fallback_confidence`` (0.0 by
+default, below θ): verification then never fires, and completion, which ignores
+*f*, still works. The paper's DPR reader, whose *f* is a relevance logit, is a
+different scale; see ``docs/method.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from searchain_graph.parsing import normalize_answer
+
+logger = logging.getLogger(__name__)
+
+MIN_CONFIDENCE = -10.0
+MAX_CONFIDENCE = 10.0
+
+
+class ReaderOutput(NamedTuple):
+    """What a reader extracts from one passage.
+
+    Attributes:
+        answer: The extracted answer *g* ("" when the passage holds none).
+        confidence: The reader's confidence *f*; IR overrules the LLM only when ``f > θ``.
+    """
+
+    answer: str
+    confidence: float
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """The reader interface: ``read(query, passage) -> ReaderOutput``."""
+
+    def read(self, query: str, passage: str) -> ReaderOutput:
+        """Extract the answer to ``query`` from ``passage``."""
+        ...
+
+
+def _check_outputs(outputs: Sequence[Any], expected: int, reader: object) -> list[ReaderOutput]:
+    outputs = list(outputs)
+    if len(outputs) != expected:
+        raise ValueError(
+            f"{type(reader).__name__}.read_batch returned {len(outputs)} results for {expected} pairs"
+        )
+    result = []
+    for out in outputs:
+        answer, confidence = out
+        result.append(ReaderOutput(str(answer or ""), float(confidence)))
+    return result
+
+
+def read_pairs(reader: Reader, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:
+    """Read ``(query, passage)`` pairs, in one ``read_batch`` call when the reader has one."""
+    if not pairs:
+        return []
+    batch = getattr(reader, "read_batch", None)
+    if callable(batch):
+        return _check_outputs(batch(list(pairs)), len(pairs), reader)
+    return _check_outputs([reader.read(q, p) for q, p in pairs], len(pairs), reader)
+
+
+async def aread_pairs(reader: Reader, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:
+    """Async :func:`read_pairs`: uses ``aread_batch`` when present, else a worker thread."""
+    if not pairs:
+        return []
+    abatch = getattr(reader, "aread_batch", None)
+    if callable(abatch):
+        return _check_outputs(await abatch(list(pairs)), len(pairs), reader)
+    return await asyncio.to_thread(read_pairs, reader, pairs)
+
+
+READER_PROMPT = """Answer the question with a short span copied word for word from the passage. \
+If the passage does not answer the question, reply: unanswerable
+
+Passage: Kevin Drew (born September 9, 1976) is a Canadian musician from Toronto, a founder of the band Broken Social Scene.
+Question: Where was Kevin Drew born?
+Answer: Toronto
+
+Passage: Arthur's Magazine (1844-1846) was an American literary periodical published in Philadelphia.
+Question: Who founded First for Women?
+Answer: unanswerable
+
+Passage: {passage}
+Question: {query}
+Answer:"""
+"""Prompt of :class:`LLMReader`: two demonstrations (one answerable, one not) then the pair."""
+
+
+def logprob_confidence(logprobs: Sequence[float]) -> float:
+    """Log-odds of the geometric-mean token probability, clipped to [-10, 10]."""
+    if not logprobs:
+        return MIN_CONFIDENCE
+    mean = sum(logprobs) / len(logprobs)
+    p = math.exp(min(mean, 0.0))
+    if p >= 1.0:
+        return MAX_CONFIDENCE
+    if p <= 0.0:
+        return MIN_CONFIDENCE
+    return max(MIN_CONFIDENCE, min(MAX_CONFIDENCE, math.log(p / (1.0 - p))))
+
+
+def _token_logprobs(message: BaseMessage) -> list[float] | None:
+    meta = getattr(message, "response_metadata", None) or {}
+    content = (meta.get("logprobs") or {}).get("content") if isinstance(meta.get("logprobs"), dict) else None
+    if not content:
+        return None
+    return [float(tok["logprob"]) for tok in content if "logprob" in tok]
+
+
+class LLMReader:
+    """An extractive reader built on any LangChain chat model.
+
+    Args:
+        llm: The chat model. Models with a ``logprobs`` field (``ChatOpenAI``,
+            :class:`~searchain_graph.llm.TransformersChatModel`) are asked for token
+            log-probabilities; others get ``fallback_confidence``.
+        max_passage_chars: Passages are cut to this many characters before reading.
+        fallback_confidence: *f* for models that return no log-probabilities.
+        max_concurrency: Parallel calls in :meth:`read_batch` (remote models).
+
+    Example:
+        >>> reader = LLMReader(llm)  # doctest: +SKIP
+        >>> reader.read("Where was Kevin Drew born?", "Kevin Drew ... born in Toronto")  # doctest: +SKIP
+        ReaderOutput(answer='Toronto', confidence=3.2)
+    """
+
+    def __init__(
+        self,
+        llm: BaseChatModel,
+        *,
+        max_passage_chars: int = 1500,
+        fallback_confidence: float = 0.0,
+        max_concurrency: int = 8,
+    ) -> None:
+        self.llm = llm
+        self.max_passage_chars = max_passage_chars
+        self.fallback_confidence = fallback_confidence
+        self.max_concurrency = max_concurrency
+        bind: dict[str, Any] = {"stop": ["\n"]}
+        if "logprobs" in getattr(type(llm), "model_fields", {}):
+            bind["logprobs"] = True
+        self._runnable: Runnable[Any, BaseMessage] = llm.bind(**bind).with_config(
+            run_name="llm_reader", tags=["searchain:reader"]
+        )
+        self._warned = False
+
+    def _prompt(self, query: str, passage: str) -> list[BaseMessage]:
+        passage = " ".join(passage.split())[: self.max_passage_chars]
+        return [HumanMessage(READER_PROMPT.format(passage=passage, query=" ".join(query.split())))]
+
+    def _score(self, passage: str, message: BaseMessage) -> ReaderOutput:
+        text = message.content if isinstance(message.content, str) else str(message.content)
+        answer = text.strip().splitlines()[0].strip(" .\"'") if text.strip() else ""
+        if answer.lower().startswith("answer:"):
+            answer = answer[7:].strip(" .\"'")
+        norm = normalize_answer(answer)
+        if not norm or norm.startswith("unanswerable"):
+            return ReaderOutput("", MIN_CONFIDENCE)
+        if f" {norm} " not in f" {normalize_answer(passage)} ":
+            return ReaderOutput(answer, MIN_CONFIDENCE)
+        logprobs = _token_logprobs(message) if isinstance(message, AIMessage) else None
+        if logprobs is None:
+            if not self._warned:
+                logger.warning(
+                    "%s returned no token log-probabilities: LLMReader reports f=%.1f, so verification "
+                    "cannot overrule the LLM (completion still works)",
+                    type(self.llm).__name__,
+                    self.fallback_confidence,
+                )
+                self._warned = True
+            return ReaderOutput(answer, self.fallback_confidence)
+        return ReaderOutput(answer, logprob_confidence(logprobs))
+
+    def read(self, query: str, passage: str) -> ReaderOutput:
+        """Extract the answer to ``query`` from ``passage``."""
+        return self._score(passage, self._runnable.invoke(self._prompt(query, passage)))
+
+    def read_batch(self, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:
+        """Read many ``(query, passage)`` pairs with one ``batch`` call to the model."""
+        config: RunnableConfig = {"max_concurrency": self.max_concurrency}
+        messages = self._runnable.batch([self._prompt(q, p) for q, p in pairs], config=config)
+        return [self._score(p, m) for (_, p), m in zip(pairs, messages, strict=True)]
+
+    async def aread_batch(self, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:
+        """Async :meth:`read_batch`."""
+        config: RunnableConfig = {"max_concurrency": self.max_concurrency}
+        messages = await self._runnable.abatch([self._prompt(q, p) for q, p in pairs], config=config)
+        return [self._score(p, m) for (_, p), m in zip(pairs, messages, strict=True)]

@@ -1,0 +1,165 @@
+"""Fakes for unit tests: a rule-based chat model and a scripted reader.
+
+The real counterparts (TransformersChatModel/SmolLM2, BM25Retriever, LLMReader) run in
+``tests/integration_tests`` and in ``examples/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
+from searchain_graph import BM25Retriever, ReaderOutput
+
+QUESTION = "Where do greyhound buses in the birthplace of Spirit If...'s performer leave from?"
+
+PASSAGES = [
+    Document(
+        page_content="Spirit If... is the debut solo album by Kevin Drew, released in 2007.",
+        metadata={"id": "p1", "title": "Spirit If..."},
+    ),
+    Document(
+        page_content="Kevin Drew (born 9 September 1976 in Toronto) is a Canadian musician.",
+        metadata={"id": "p2", "title": "Kevin Drew"},
+    ),
+    Document(
+        page_content="The Toronto Coach Terminal was the central bus station; Greyhound buses left from it.",
+        metadata={"id": "p3", "title": "Toronto Coach Terminal"},
+    ),
+    Document(
+        page_content="Montreal is the largest city in the province of Quebec.",
+        metadata={"id": "p4", "title": "Montreal"},
+    ),
+]
+
+
+def retriever() -> BM25Retriever:
+    """The real BM25 retriever over four passages (fast, offline)."""
+    return BM25Retriever.from_documents(PASSAGES, k=1)
+
+
+Responder = Callable[[list[BaseMessage]], str]
+
+
+class RuleChatModel(BaseChatModel):
+    """A chat model that answers by what the conversation contains.
+
+    ``respond`` sees the whole message list and returns the reply text. Every call is
+    recorded in ``calls``.
+    """
+
+    respond: Any
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "rule-fake"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.calls.append(list(messages))
+        text = self.respond(messages)
+        words = sum(len(m.text.split()) for m in messages)
+        message = AIMessage(
+            content=text,
+            usage_metadata={"input_tokens": words, "output_tokens": len(text.split()), "total_tokens": 0},
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def is_tracing(messages: Sequence[BaseMessage]) -> bool:
+    """The tracing prompt opens with the paper's tracing sentence; the CoQ prompt does not."""
+    return messages[-1].text.startswith("You can try to generate the final answer for the [Question]")
+
+
+def last_user(messages: Sequence[BaseMessage]) -> str:
+    return messages[-1].text
+
+
+CHAIN_WRONG = """[Query 1]: Who is the performer of Spirit If...?
+[Answer 1]: Kevin Drew.
+[Query 2]: Where was Kevin Drew born?
+[Answer 2]: Montreal.
+[Query 3]: Where do greyhound buses in Montreal leave from?
+[Answer 3]: Gare d'autocars de Montreal.
+[Final Content]: Kevin Drew [1] was born in Montreal [2]. So the final answer is Gare d'autocars de Montreal."""
+
+CHAIN_FIXED = """[Query 1]: Who is the performer of Spirit If...?
+[Answer 1]: Kevin Drew.
+[Query 2]: Where was Kevin Drew born?
+[Answer 2]: Toronto.
+[Query 3]: Where do greyhound buses in Toronto leave from?
+[Answer 3]: Toronto Coach Terminal.
+[Final Content]: The performer is Kevin Drew [1]. He was born in Toronto [2]. Buses leave from Toronto Coach \
+Terminal [3]. So the final answer is Toronto Coach Terminal."""
+
+TRACED = """[Final Content]: The performer of Spirit If... is Kevin Drew [1]. Kevin Drew was born in {city} [2]. \
+Greyhound buses in {city} leave from {terminal} [3]. So the final answer is {terminal}."""
+
+
+def tracing_reply(messages: Sequence[BaseMessage]) -> str | None:
+    """Answer a tracing prompt from its own [Answer n] lines, citing [1..n]."""
+    text = last_user(messages)
+    if not is_tracing(messages):
+        return None
+    tail = text.rsplit('[Question]: "', 1)[1]
+    answers = [line.split("]: ", 1)[1] for line in tail.splitlines() if line.startswith("[Answer ")]
+    parts = [f"{a.rstrip('.')} [{i}]." for i, a in enumerate(answers, start=1)]
+    final = answers[-1].rstrip(".") if answers else "unknown"
+    return "[Final Content]: " + " ".join(parts) + f" So the final answer is {final}."
+
+
+class ScriptedReader:
+    """A reader that answers by keyword in the query, with a fixed confidence per keyword.
+
+    Records every ``read_batch`` call in ``batches`` and every ``read`` in ``singles``.
+    """
+
+    def __init__(self, table: dict[str, ReaderOutput], *, batch: bool = True) -> None:
+        self.table = table
+        self.batches: list[list[tuple[str, str]]] = []
+        self.singles: list[tuple[str, str]] = []
+        if not batch:
+            self.read_batch = None  # type: ignore[assignment]
+
+    def _lookup(self, query: str) -> ReaderOutput:
+        for key, out in self.table.items():
+            if key.lower() in query.lower():
+                return out
+        return ReaderOutput("", -5.0)
+
+    def read(self, query: str, passage: str) -> ReaderOutput:
+        self.singles.append((query, passage))
+        return self._lookup(query)
+
+    def read_batch(self, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:  # type: ignore[no-redef]
+        self.batches.append(list(pairs))
+        return [self._lookup(q) for q, _ in pairs]
+
+
+class RunCollector(BaseCallbackHandler):
+    """Collects (name, metadata) of every run start, as LangSmith's tracer would see them."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, dict[str, Any]]] = []
+
+    def on_chain_start(self, serialized: Any, inputs: Any, *, metadata: Any = None, **kwargs: Any) -> None:
+        self.runs.append((kwargs.get("name") or "", dict(metadata or {})))
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, metadata: Any = None, **kwargs: Any) -> None:
+        self.runs.append((kwargs.get("name") or "", dict(metadata or {})))
+
+    def on_retriever_start(self, serialized: Any, query: Any, *, metadata: Any = None, **kwargs: Any) -> None:
+        self.runs.append((kwargs.get("name") or "", dict(metadata or {})))
