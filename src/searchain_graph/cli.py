@@ -99,6 +99,12 @@ def _ask(args: argparse.Namespace) -> int:
     from searchain_graph.retrieval import BM25Retriever
 
     say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    if args.quiet:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
     task = normalize_task(args.task)
     started = time.perf_counter()
     retriever = BM25Retriever.from_files(args.corpus, k=1)

@@ -28,14 +28,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
-
-from searchain_graph.parsing import normalize_answer
 
 logger = logging.getLogger(__name__)
 
@@ -97,21 +96,55 @@ async def aread_pairs(reader: Reader, pairs: Sequence[tuple[str, str]]) -> list[
     return await asyncio.to_thread(read_pairs, reader, pairs)
 
 
-READER_PROMPT = """Answer the question with a short span copied word for word from the passage. \
-If the passage does not answer the question, reply: unanswerable
+READER_PROMPT = """Passage: {passage}
 
-Passage: Kevin Drew (born September 9, 1976) is a Canadian musician from Toronto, a founder of the band Broken Social Scene.
-Question: Where was Kevin Drew born?
-Answer: Toronto
-
-Passage: Arthur's Magazine (1844-1846) was an American literary periodical published in Philadelphia.
-Question: Who founded First for Women?
-Answer: unanswerable
-
-Passage: {passage}
 Question: {query}
-Answer:"""
-"""Prompt of :class:`LLMReader`: two demonstrations (one answerable, one not) then the pair."""
+
+Copy the shortest phrase from the passage that answers the question. \
+If the passage does not answer it, reply: unanswerable"""
+"""Prompt of :class:`LLMReader`. Zero-shot: small models copy few-shot demonstrations verbatim."""
+
+_WORD = re.compile(r"\w+")
+_STOPWORDS = frozenset(
+    "a an the of in on at to for from by with and or is was were are be been it its this that as "
+    "who what when where which why how did do does".split()
+)
+
+
+def project_answer(reply: str, query: str, passage: str) -> tuple[int, int] | None:
+    """The character span of ``reply`` that is the reader's extractive answer *g*, or ``None``.
+
+    Small models answer in sentences ("Kevin Drew was born in Toronto, Ontario, Canada.").
+    The projection drops the words the question already contains, splits the reply into
+    runs of the remaining words, and returns the longest stretch of the first run that
+    occurs word for word in the passage, without stopwords at its edges ("Toronto,
+    Ontario"). A reply with nothing grounded in the passage has no answer.
+    """
+    asked = {w.lower() for w in _WORD.findall(query)}
+    text = " " + " ".join(w.lower() for w in _WORD.findall(passage)) + " "
+    runs: list[list[tuple[str, int, int]]] = [[]]
+    for match in _WORD.finditer(reply):
+        word = match.group(0).lower()
+        if word in asked:
+            runs.append([])
+        else:
+            runs[-1].append((word, match.start(), match.end()))
+    for run in runs:
+        best: tuple[int, int] | None = None
+        for i in range(len(run)):
+            if run[i][0] in _STOPWORDS:
+                continue
+            for j in range(len(run), i, -1):
+                if best is not None and j - i <= best[1] - best[0]:
+                    break
+                if run[j - 1][0] in _STOPWORDS:
+                    continue
+                if f" {' '.join(w for w, _, _ in run[i:j])} " in text:
+                    best = (i, j)
+                    break
+        if best is not None:
+            return run[best[0]][1], run[best[1] - 1][2]
+    return None
 
 
 def logprob_confidence(logprobs: Sequence[float]) -> float:
@@ -127,16 +160,32 @@ def logprob_confidence(logprobs: Sequence[float]) -> float:
     return max(MIN_CONFIDENCE, min(MAX_CONFIDENCE, math.log(p / (1.0 - p))))
 
 
-def _token_logprobs(message: BaseMessage) -> list[float] | None:
+def _token_logprobs(message: BaseMessage) -> list[tuple[str, float]] | None:
+    """``(token, logprob)`` pairs from OpenAI-style ``response_metadata["logprobs"]``."""
     meta = getattr(message, "response_metadata", None) or {}
-    content = (meta.get("logprobs") or {}).get("content") if isinstance(meta.get("logprobs"), dict) else None
+    logprobs = meta.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not content:
         return None
-    return [float(tok["logprob"]) for tok in content if "logprob" in tok]
+    return [(str(tok.get("token", "")), float(tok["logprob"])) for tok in content if "logprob" in tok]
+
+
+def _span_logprobs(tokens: Sequence[tuple[str, float]], start: int, end: int) -> list[float]:
+    """Log-probabilities of the tokens that overlap characters ``[start, end)`` of the reply."""
+    picked, pos = [], 0
+    for token, logprob in tokens:
+        nxt = pos + len(token)
+        if nxt > start and pos < end:
+            picked.append(logprob)
+        pos = nxt
+    return picked or [logprob for _, logprob in tokens]
 
 
 class LLMReader:
     """An extractive reader built on any LangChain chat model.
+
+    *g* is the part of the model's reply that occurs word for word in the passage
+    (:func:`project_answer`); *f* is :func:`logprob_confidence` of the tokens that wrote it.
 
     Args:
         llm: The chat model. Models with a ``logprobs`` field (``ChatOpenAI``,
@@ -176,16 +225,15 @@ class LLMReader:
         passage = " ".join(passage.split())[: self.max_passage_chars]
         return [HumanMessage(READER_PROMPT.format(passage=passage, query=" ".join(query.split())))]
 
-    def _score(self, passage: str, message: BaseMessage) -> ReaderOutput:
+    def _score(self, query: str, passage: str, message: BaseMessage) -> ReaderOutput:
         text = message.content if isinstance(message.content, str) else str(message.content)
-        answer = text.strip().splitlines()[0].strip(" .\"'") if text.strip() else ""
-        if answer.lower().startswith("answer:"):
-            answer = answer[7:].strip(" .\"'")
-        norm = normalize_answer(answer)
-        if not norm or norm.startswith("unanswerable"):
+        reply = text.strip().splitlines()[0] if text.strip() else ""
+        if not reply or "unanswerable" in reply.lower():
             return ReaderOutput("", MIN_CONFIDENCE)
-        if f" {norm} " not in f" {normalize_answer(passage)} ":
-            return ReaderOutput(answer, MIN_CONFIDENCE)
+        span = project_answer(reply, query, passage[: self.max_passage_chars])
+        if span is None:
+            return ReaderOutput("", MIN_CONFIDENCE)
+        answer = reply[span[0] : span[1]]
         logprobs = _token_logprobs(message) if isinstance(message, AIMessage) else None
         if logprobs is None:
             if not self._warned:
@@ -197,20 +245,21 @@ class LLMReader:
                 )
                 self._warned = True
             return ReaderOutput(answer, self.fallback_confidence)
-        return ReaderOutput(answer, logprob_confidence(logprobs))
+        offset = text.find(reply)
+        return ReaderOutput(answer, logprob_confidence(_span_logprobs(logprobs, offset + span[0], offset + span[1])))
 
     def read(self, query: str, passage: str) -> ReaderOutput:
         """Extract the answer to ``query`` from ``passage``."""
-        return self._score(passage, self._runnable.invoke(self._prompt(query, passage)))
+        return self._score(query, passage, self._runnable.invoke(self._prompt(query, passage)))
 
     def read_batch(self, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:
         """Read many ``(query, passage)`` pairs with one ``batch`` call to the model."""
         config: RunnableConfig = {"max_concurrency": self.max_concurrency}
         messages = self._runnable.batch([self._prompt(q, p) for q, p in pairs], config=config)
-        return [self._score(p, m) for (_, p), m in zip(pairs, messages, strict=True)]
+        return [self._score(q, p, m) for (q, p), m in zip(pairs, messages, strict=True)]
 
     async def aread_batch(self, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:
         """Async :meth:`read_batch`."""
         config: RunnableConfig = {"max_concurrency": self.max_concurrency}
         messages = await self._runnable.abatch([self._prompt(q, p) for q, p in pairs], config=config)
-        return [self._score(p, m) for (_, p), m in zip(pairs, messages, strict=True)]
+        return [self._score(q, p, m) for (q, p), m in zip(pairs, messages, strict=True)]
