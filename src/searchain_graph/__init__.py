@@ -5,7 +5,7 @@ LangGraph graph::
 
     from searchain_graph import create_searchain_graph, BM25Retriever, LLMReader
     graph = create_searchain_graph(llm, BM25Retriever.from_files("corpus.jsonl"), LLMReader(llm))
-    out = graph.invoke({"question": "Where do greyhound buses in the birthplace of Spirit If...'s performer leave from?"})
+    out = graph.invoke({"question": "Where was the performer of Spirit If... born?"})
     print(out["final_content"])
 """
 

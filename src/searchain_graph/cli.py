@@ -94,24 +94,26 @@ def _print_result(out: dict[str, Any], seconds: float) -> None:
 
 def _ask(args: argparse.Namespace) -> int:
     from searchain_graph.graph import create_searchain_graph
-    from searchain_graph.llm import load_chat_model
+    from searchain_graph.llm import TransformersChatModel, load_chat_model
     from searchain_graph.reader import LLMReader
     from searchain_graph.retrieval import BM25Retriever
 
-    say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(msg, file=sys.stderr, flush=True)
+
     if args.quiet:
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
-        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     task = normalize_task(args.task)
     started = time.perf_counter()
     retriever = BM25Retriever.from_files(args.corpus, k=1)
     say(f"indexed {len(retriever)} passages in {time.perf_counter() - started:.1f} s")
     t0 = time.perf_counter()
     llm = load_chat_model(args.model, max_new_tokens=args.max_new_tokens)
-    if hasattr(llm, "load"):
+    if isinstance(llm, TransformersChatModel):
         llm.load()
     say(f"loaded {getattr(llm, 'model_name', None) or type(llm).__name__} in {time.perf_counter() - t0:.1f} s")
     graph = create_searchain_graph(
@@ -120,6 +122,8 @@ def _ask(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     out: dict[str, Any] | None = None
     for mode, chunk in graph.stream({"question": args.question}, stream_mode=["updates", "values"]):
+        if not isinstance(chunk, dict):
+            continue
         if mode == "updates":
             line = _progress(chunk)
             if line:
@@ -128,7 +132,9 @@ def _ask(args: argparse.Namespace) -> int:
             out = chunk
     seconds = time.perf_counter() - t0
     assert out is not None
-    result = {k: out[k] for k in ("question", "answer", "final_content", "references", "rounds", "tree", "usage", "warnings")}
+    result = {
+        k: out[k] for k in ("question", "answer", "final_content", "references", "rounds", "tree", "usage", "warnings")
+    }
     if args.json:
         print(json.dumps({**result, "seconds": round(seconds, 3)}, indent=2, ensure_ascii=False))
     else:

@@ -1,4 +1,4 @@
-"""SearChain as a LangGraph state machine (Section 3 and Algorithm 1 of the paper).
+r"""SearChain as a LangGraph state machine (Section 3 and Algorithm 1 of the paper).
 
 The graph has four nodes, one per step of a round::
 
@@ -176,8 +176,7 @@ class _SearChain:
         limit = ctx.max_question_chars or 0
         if len(question) > limit:
             raise InvalidQuestionError(
-                f"question is {len(question)} characters long; the limit is {limit} "
-                "(raise it with max_question_chars=)"
+                f"question is {len(question)} characters long; the limit is {limit} (raise it with max_question_chars=)"
             )
         return question
 
@@ -396,7 +395,7 @@ class _SearChain:
         tree = list(state.get("tree") or [])
         if tree:
             tree[-1] = {**tree[-1], "checks": checks}
-        usage = dict(state.get("usage") or _empty_usage())
+        usage: Usage = {**(state.get("usage") or _empty_usage())}
         usage["retrieval_calls"] += retrievals
         usage["reader_calls"] += reads
         update = {
@@ -477,10 +476,10 @@ class _SearChain:
         tree = state.get("tree") or []
         warnings = list(state.get("warnings") or [])
         usage = state.get("usage") or _empty_usage()
-        last = tree[-1] if tree else None
-        chain_content = (last or {}).get("final_content") or None
+        last: Branch | None = tree[-1] if tree else None
+        chain_content = last["final_content"] if last else None
         if reply is None or sent is None:
-            content = chain_content or " ".join(str((last or {}).get("raw", "")).split())
+            content = chain_content or " ".join((last["raw"] if last else "").split())
             warnings.append("no node reached the correct path; the final content is the LLM's own, uncited")
         else:
             usage = _count(usage, sent, reply)
@@ -513,10 +512,10 @@ class _SearChain:
     @staticmethod
     def _compose(path: Sequence[Reference], answer: str | None) -> str:
         """Final content written from *R* itself: one cited sentence per step."""
-        steps = [
-            f"{r['query'].rstrip(' ?')}: {r['answer'].strip().rstrip('.') or 'not found in the passage'} [{r['index']}]."
-            for r in path
-        ]
+        steps = []
+        for ref in path:
+            said = ref["answer"].strip().rstrip(".") or "not found in the passage"
+            steps.append(f"{ref['query'].rstrip(' ?')}: {said} [{ref['index']}].")
         final = answer or next((r["answer"] for r in reversed(path) if r["answer"]), "")
         return " ".join(steps) + (f" So the final answer is {final.strip().rstrip('.')}." if final else "")
 

@@ -151,9 +151,7 @@ def normalize_answer(text: str) -> str:
     the articles *a*, *an*, *the*, and collapses whitespace.
     """
     text = unicodedata.normalize("NFKC", text).lower()
-    text = "".join(
-        " " if (ch in string.punctuation or unicodedata.category(ch).startswith("P")) else ch for ch in text
-    )
+    text = "".join(" " if (ch in string.punctuation or unicodedata.category(ch).startswith("P")) else ch for ch in text)
     text = re.sub(r"\b(a|an|the)\b", " ", text)
     return " ".join(text.split())
 
@@ -194,12 +192,12 @@ def extract_final_answer(final_content: str | None, task: str = "multihop") -> s
         if hits:
             match = hits[-1]
             break
-    answer = match.group("ans").strip(" .\"'*") if match else None
+    answer = str(match.group("ans")).strip(" .\"'*") if match else None
     if task == "yesno":
         probe = answer if answer is not None else text
         found = re.findall(r"\b(yes|no)\b", probe, re.IGNORECASE)
         if found:
-            return found[0 if answer is not None else -1].capitalize()
+            return str(found[0 if answer is not None else -1]).capitalize()
     return answer or None
 
 

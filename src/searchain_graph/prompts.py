@@ -233,7 +233,8 @@ QUESTION_SUFFIXES: dict[str, str] = {
 """Answer-format hints that Figures 9 and 10 attach to the question."""
 
 # --- Figure 8: HotpotQA, MuSiQue, 2WikiMultiHopQA, zsRE and T-REx *without* IR ("SearChain w/o IR").
-COQ_PROMPT_NO_IR = """Construct a global reasoning chain for this complex question [Question]:"{question}" \
+COQ_PROMPT_NO_IR = (
+    """Construct a global reasoning chain for this complex question [Question]:"{question}" \
 and answer the question, and generate a query to the search engine based on what you already know at \
 each step of the reasoning chain, starting with [Query].
 You should generate the answer for each [Query], starting with [Answer].
@@ -257,7 +258,9 @@ There are 75 places of higher learning are in Nanjing [3]. So the final answer i
 [Answer 2]: 1989
 [Final Content]: Arthur's Magazine started in 1844 [1]. First for Women started in 1989 [2]. \
 So Arthur's Magazine was started first. So the final answer is Arthur's Magazine.
-""" + _QUESTION_CUE
+"""
+    + _QUESTION_CUE
+)
 """Figure 8: the CoQ prompt for the setting without information retrieval."""
 
 # --- Section 3.3, Verification: "According to the Reference, the answer for q_i should be g, you can

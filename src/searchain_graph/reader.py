@@ -66,9 +66,7 @@ class Reader(Protocol):
 def _check_outputs(outputs: Sequence[Any], expected: int, reader: object) -> list[ReaderOutput]:
     outputs = list(outputs)
     if len(outputs) != expected:
-        raise ValueError(
-            f"{type(reader).__name__}.read_batch returned {len(outputs)} results for {expected} pairs"
-        )
+        raise ValueError(f"{type(reader).__name__}.read_batch returned {len(outputs)} results for {expected} pairs")
     result = []
     for out in outputs:
         answer, confidence = out

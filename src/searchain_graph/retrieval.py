@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,9 +49,7 @@ def _passage_from_record(record: Any, where: str) -> Document:
         else:
             text = contents
     if text is None or not str(text).strip():
-        raise CorpusFormatError(
-            f"{where}: no passage text (expected a 'text', 'contents' or 'paragraph_text' field)"
-        )
+        raise CorpusFormatError(f"{where}: no passage text (expected a 'text', 'contents' or 'paragraph_text' field)")
     pid = record.get("id", record.get("_id"))
     metadata: dict[str, Any] = {"title": str(title or "")}
     if pid is not None:
@@ -96,9 +95,7 @@ def _iter_tsv(path: Path) -> Iterator[Document]:
             if header is None:
                 header = [h.strip().lower() for h in row]
                 if header[:2] != ["id", "text"]:
-                    raise CorpusFormatError(
-                        f"{where}: expected a DPR header 'id<TAB>text<TAB>title', got {row[:3]!r}"
-                    )
+                    raise CorpusFormatError(f"{where}: expected a DPR header 'id<TAB>text<TAB>title', got {row[:3]!r}")
                 continue
             if not row or all(not cell.strip() for cell in row):
                 continue
@@ -120,7 +117,7 @@ def load_corpus(paths: str | Path | Sequence[str | Path]) -> list[Document]:
 
 
 def passage_text(doc: Document) -> str:
-    """The text a reader sees for a passage: ``"title\\ntext"`` (title omitted when empty)."""
+    r"""The text a reader sees for a passage: ``"title\\ntext"`` (title omitted when empty)."""
     title = str(doc.metadata.get("title") or "").strip()
     return f"{title}\n{doc.page_content}" if title else doc.page_content
 
@@ -152,13 +149,13 @@ class BM25Retriever(BaseRetriever):
         import bm25s
         import Stemmer
 
+        # bm25s sets its logger to DEBUG on import; let it inherit the application's level again.
+        logging.getLogger("bm25s").setLevel(logging.NOTSET)
         docs = list(documents)
         if not docs:
             raise ValueError("cannot build a BM25 index over an empty corpus")
         tokenizer = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=Stemmer.Stemmer("english"))
-        tokens = tokenizer.tokenize(
-            [passage_text(d) for d in docs], return_as="tuple", show_progress=False
-        )
+        tokens = tokenizer.tokenize([passage_text(d) for d in docs], return_as="tuple", show_progress=False)
         index = bm25s.BM25()
         index.index(tokens, show_progress=False)
         retriever = cls(k=k, **kwargs)
@@ -175,9 +172,7 @@ class BM25Retriever(BaseRetriever):
     def __len__(self) -> int:
         return len(self._docs)
 
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         if self._index is None:
             raise RuntimeError("BM25Retriever has no index: build it with from_documents() or from_files()")
         ids = self._tokenizer.tokenize([query], update_vocab=False, return_as="ids", show_progress=False)
@@ -190,7 +185,5 @@ class BM25Retriever(BaseRetriever):
             if float(score) <= 0.0:
                 continue
             doc = self._docs[int(idx)]
-            results.append(
-                Document(page_content=doc.page_content, metadata={**doc.metadata, "score": float(score)})
-            )
+            results.append(Document(page_content=doc.page_content, metadata={**doc.metadata, "score": float(score)}))
         return results

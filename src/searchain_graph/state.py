@@ -9,9 +9,9 @@ is the set *M* of processed queries, ``path`` is the correct reasoning path *R*,
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NotRequired
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 NodeSource = Literal["llm", "corrected", "completed"]
 """Where the answer of a node on the correct path comes from (the paper's Table 2)."""

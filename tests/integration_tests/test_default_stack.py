@@ -43,7 +43,9 @@ def stack() -> tuple[Any, BM25Retriever]:
 
 
 @pytest.mark.parametrize("record", _questions(), ids=lambda r: r["question_id"])
-def test_default_stack_answers_with_a_well_formed_trace(stack: tuple[Any, BM25Retriever], record: dict[str, Any]) -> None:
+def test_default_stack_answers_with_a_well_formed_trace(
+    stack: tuple[Any, BM25Retriever], record: dict[str, Any]
+) -> None:
     graph, retriever = stack
     out = graph.invoke({"question": record["question_text"]})
 

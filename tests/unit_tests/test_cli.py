@@ -15,9 +15,7 @@ QUESTION = "Where do greyhound buses in the birthplace of Spirit If...'s perform
 
 
 def test_ask_with_a_model_that_ignores_the_format(tiny_llm_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(
-        ["ask", QUESTION, "--corpus", DEMO, "--model", str(tiny_llm_dir), "--max-new-tokens", "24", "--json"]
-    )
+    code = main(["ask", QUESTION, "--corpus", DEMO, "--model", str(tiny_llm_dir), "--max-new-tokens", "24", "--json"])
     captured = capsys.readouterr()
     assert code == 0
     out = json.loads(captured.out)

@@ -66,17 +66,28 @@ def test_wrong_answer_corrected_when_confident() -> None:
     assert out["answer"] == "Toronto Coach Terminal"
     # The correction prompt is the paper's template, with g and the passage.
     feedback = llm.calls[1][-1].text
-    assert feedback.startswith("According to the Reference, the answer for Where was Kevin Drew born? should be Toronto")
+    assert feedback.startswith(
+        "According to the Reference, the answer for Where was Kevin Drew born? should be Toronto"
+    )
     assert "you can change your answer and continue constructing the reasoning chain" in feedback
     assert "Reference: Kevin Drew\nKevin Drew (born 9 September 1976 in Toronto)" in feedback
     # The second branch restarts from node 2 of round 1.
-    assert out["tree"][1]["parent"] == {"round": 1, "node": 2, "query": "Where was Kevin Drew born?", "kind": "correction"}
+    assert out["tree"][1]["parent"] == {
+        "round": 1,
+        "node": 2,
+        "query": "Where was Kevin Drew born?",
+        "kind": "correction",
+    }
     assert [c["action"] for c in out["tree"][0]["checks"]] == ["pass", "correction"]
 
 
 def test_wrong_answer_kept_when_not_confident() -> None:
     # f == θ is not f > θ; the Montreal-buses node is contradicted with low confidence too.
-    table = {**CONFIDENT, "born": ReaderOutput("Toronto", 1.5), "greyhound": ReaderOutput("Toronto Coach Terminal", 0.2)}
+    table = {
+        **CONFIDENT,
+        "born": ReaderOutput("Toronto", 1.5),
+        "greyhound": ReaderOutput("Toronto Coach Terminal", 0.2),
+    }
     llm, reader = correcting_llm(), ScriptedReader(table)
     out = build(llm, reader).invoke({"question": QUESTION})
 
@@ -122,7 +133,10 @@ def test_unsolved_query_completed_whatever_the_confidence() -> None:
 
 def test_completion_can_be_switched_off() -> None:
     def respond(messages: Sequence[BaseMessage]) -> str:
-        return tracing_reply(messages) or "[Query 1]: Where was Kevin Drew born?\n[Unsolved Query]: Where was Kevin Drew born?"
+        return (
+            tracing_reply(messages)
+            or "[Query 1]: Where was Kevin Drew born?\n[Unsolved Query]: Where was Kevin Drew born?"
+        )
 
     out = build(RuleChatModel(respond=respond), ScriptedReader(CONFIDENT), completion=False).invoke(
         {"question": QUESTION}
@@ -209,7 +223,10 @@ def test_references_point_at_the_right_passages() -> None:
 def test_invalid_citations_are_removed_and_uncited_output_composed() -> None:
     def respond(messages: Sequence[BaseMessage]) -> str:
         if is_tracing(messages):
-            return "[Final Content]: Kevin Drew [1] was born in Toronto [7]. So the final answer is Toronto Coach Terminal."
+            return (
+                "[Final Content]: Kevin Drew [1] was born in Toronto [7]. "
+                "So the final answer is Toronto Coach Terminal."
+            )
         return CHAIN_FIXED
 
     out = build(RuleChatModel(respond=respond), ScriptedReader(CONFIDENT)).invoke({"question": QUESTION})
@@ -320,9 +337,7 @@ def test_checkpointer_persists_a_msgpack_state() -> None:
 
 def test_trace_names_each_step_with_its_round() -> None:
     collector = RunCollector()
-    build(correcting_llm(), ScriptedReader(CONFIDENT)).invoke(
-        {"question": QUESTION}, config={"callbacks": [collector]}
-    )
+    build(correcting_llm(), ScriptedReader(CONFIDENT)).invoke({"question": QUESTION}, config={"callbacks": [collector]})
     names = [name for name, _ in collector.runs]
     for node in ("coq_generation", "ir_check", "feedback", "tracing", "retrieve", "read", "ir_check_node"):
         assert node in names, node

@@ -53,7 +53,7 @@ def test_several_tags_on_one_line_and_text_after_the_chain() -> None:
     text = (
         "[Query 1]: When was Arthur's Magazine started?[Answer 1]: 1844.[Query 2]: When was First for Women "
         "started?[Answer 2]: 1989[Final Content]: Arthur's Magazine started in 1844 [1]. So the answer is "
-        "Arthur's Magazine.\n[Question]: \"Another example?\"\n[Query 1]: ignored"
+        'Arthur\'s Magazine.\n[Question]: "Another example?"\n[Query 1]: ignored'
     )
     parsed = parse_chain(text)
     assert [(n["query"], n["answer"]) for n in parsed.nodes] == [
@@ -116,7 +116,11 @@ def test_normalisation_is_squad_plus_unicode_punctuation() -> None:
     ("content", "task", "expected"),
     [
         ("Kevin Drew [1]. So the final answer is Toronto Coach Terminal.", "multihop", "Toronto Coach Terminal"),
-        ("So Arthur's Magazine was started first. So the answer is Arthur's Magazine.", "multihop", "Arthur's Magazine"),
+        (
+            "So Arthur's Magazine was started first. So the answer is Arthur's Magazine.",
+            "multihop",
+            "Arthur's Magazine",
+        ),
         ("Final answer: 1844", "multihop", "1844"),
         ("December occurs in winter [3]. So the final answer is Yes.", "yesno", "Yes"),
         ("It does not sink. no.", "yesno", "No"),

@@ -1,0 +1,19 @@
+"""The graph that ``langgraph dev`` serves (see ``langgraph.json`` at the repository root).
+
+Set SEARCHAIN_CORPUS to one or more corpus files separated by ``:`` (default: the shipped
+samples), and OPENAI_API_KEY for a remote model (default: SmolLM2-135M, offline).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from searchain_graph import BM25Retriever, LLMReader, create_searchain_graph, load_chat_model
+
+_DATA = Path(__file__).parent / "data"
+_DEFAULT = f"{_DATA / 'searchain_demo.jsonl'}:{_DATA / 'hotpotqa_dev200_paragraphs.jsonl'}"
+
+llm = load_chat_model()
+retriever = BM25Retriever.from_files(os.environ.get("SEARCHAIN_CORPUS", _DEFAULT).split(":"))
+graph = create_searchain_graph(llm, retriever, LLMReader(llm))

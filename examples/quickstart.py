@@ -1,0 +1,40 @@
+"""SearChain inside a LangChain app: the default offline stack, or any chat model you pass.
+
+Run:  python examples/quickstart.py            (SmolLM2-135M, offline)
+      OPENAI_API_KEY=... python examples/quickstart.py   (ChatOpenAI)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from searchain_graph import BM25Retriever, LLMReader, SearChainContext, create_searchain_graph, load_chat_model
+
+DATA = Path(__file__).parent / "data"
+
+
+def main() -> None:
+    llm = load_chat_model()  # ChatOpenAI when OPENAI_API_KEY is set, else SmolLM2-135M
+    retriever = BM25Retriever.from_files([DATA / "searchain_demo.jsonl", DATA / "hotpotqa_dev200_paragraphs.jsonl"])
+    graph = create_searchain_graph(llm, retriever, LLMReader(llm), max_rounds=5, confidence_threshold=1.5)
+
+    question = "Where was the performer of Spirit If... born?"
+    # Each round shows up as it happens.
+    for update in graph.stream({"question": question}, stream_mode="updates", context=SearChainContext(max_rounds=3)):
+        for node, delta in update.items():
+            if node == "coq_generation":
+                print(f"round {delta['rounds']}: {len(delta['chain'])} nodes")
+            elif node == "ir_check":
+                for check in delta["tree"][-1]["checks"]:
+                    print(f"  node {check['node']}: {check['action']} (g={check['reader_answer']!r})")
+
+    out = graph.invoke({"question": question})
+    print("\nanswer:", out["answer"])
+    print(out["final_content"])
+    for ref in out["references"]:
+        doc = ref["document"] or {"metadata": {}}
+        print(f"[{ref['index']}] {ref['source']:9} {ref['query']} -> {ref['answer']}  ({doc['metadata'].get('title')})")
+
+
+if __name__ == "__main__":
+    main()
