@@ -471,53 +471,53 @@ class _SearChain:
     def _tracing_finish(
         self, state: SearChainState, sent: list[BaseMessage] | None, reply: BaseMessage | None
     ) -> dict[str, Any]:
-        ctx = self.context()
+        task = str(self.context().task)
         path = list(state.get("references") or [])
         tree = state.get("tree") or []
         warnings = list(state.get("warnings") or [])
         usage = state.get("usage") or _empty_usage()
         last: Branch | None = tree[-1] if tree else None
         chain_content = last["final_content"] if last else None
+
+        def fallback_answer(content: str | None) -> str:
+            # Most specific first: the traced "final answer is", the chain's own, the last answer
+            # on the path, then the last answer the LLM wrote in its newest chain.
+            return (
+                extract_final_answer(content, task)
+                or extract_final_answer(chain_content, task)
+                or next((r["answer"] for r in reversed(path) if r["answer"]), "")
+                or next((n["answer"] for n in reversed(last["nodes"] if last else []) if n["answer"]), "")
+            )
+
         if reply is None or sent is None:
             content = chain_content or " ".join((last["raw"] if last else "").split())
             warnings.append("no node reached the correct path; the final content is the LLM's own, uncited")
         else:
             usage = _count(usage, sent, reply)
             raw = _text(reply)
-            parsed = parse_chain(raw)
-            content = parsed.final_content or " ".join(raw.split())
+            content = parse_chain(raw).final_content or " ".join(raw.split())
             content, bad = drop_invalid_citations(content, len(path))
             if bad:
                 warnings.append(f"tracing cited passages that do not exist: {sorted(set(bad))}; removed")
             if not citations(content):
-                answer = extract_final_answer(content, str(ctx.task)) or extract_final_answer(
-                    chain_content, str(ctx.task)
-                )
-                content = self._compose(path, answer)
+                content = self._compose(path, fallback_answer(content))
                 warnings.append("the tracing output cited no passage; the final content was composed from the path")
-        answer = (
-            extract_final_answer(content, str(ctx.task))
-            or extract_final_answer(chain_content, str(ctx.task))
-            or next((r["answer"] for r in reversed(path) if r["answer"]), "")
-            or ("" if path else content)
-        )
         return {
             "final_content": content,
-            "answer": answer,
+            "answer": fallback_answer(content) or content,
             "references": path,
             "warnings": warnings,
             "usage": usage,
         }
 
     @staticmethod
-    def _compose(path: Sequence[Reference], answer: str | None) -> str:
+    def _compose(path: Sequence[Reference], answer: str) -> str:
         """Final content written from *R* itself: one cited sentence per step."""
         steps = []
         for ref in path:
             said = ref["answer"].strip().rstrip(".") or "not found in the passage"
             steps.append(f"{ref['query'].rstrip(' ?')}: {said} [{ref['index']}].")
-        final = answer or next((r["answer"] for r in reversed(path) if r["answer"]), "")
-        return " ".join(steps) + (f" So the final answer is {final.strip().rstrip('.')}." if final else "")
+        return " ".join(steps) + (f" So the final answer is {answer.strip().rstrip('.')}." if answer else "")
 
     def tracing(self, state: SearChainState) -> dict[str, Any]:
         sent, config = self._tracing_prepare(state)

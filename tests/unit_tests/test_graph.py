@@ -357,3 +357,21 @@ def test_draws_the_graph() -> None:
         assert edge in mermaid
     assert "ir_check -.-> feedback" in mermaid
     assert "ir_check -.-> tracing" in mermaid
+
+
+def test_answer_falls_back_to_the_llms_own_answer_when_ir_found_none() -> None:
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        if is_tracing(messages):
+            return "I could not write the final content."
+        if "you can give your answer" in messages[-1].text:
+            return "[Query 1]: Where was Kevin Drew born?\n[Answer 1]: Toronto."
+        return "[Query 1]: Where was Kevin Drew born?\n[Unsolved Query]: Where was Kevin Drew born?"
+
+    reader = ScriptedReader({"born": ReaderOutput("", -10.0)})  # the reader finds nothing
+    out = build(RuleChatModel(respond=respond), reader).invoke({"question": QUESTION})
+    assert [(r["source"], r["answer"]) for r in out["references"]] == [("completed", "")]
+    assert (
+        out["final_content"]
+        == "Where was Kevin Drew born: not found in the passage [1]. So the final answer is Toronto."
+    )
+    assert out["answer"] == "Toronto"
