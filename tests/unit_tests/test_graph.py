@@ -375,3 +375,50 @@ def test_answer_falls_back_to_the_llms_own_answer_when_ir_found_none() -> None:
         == "Where was Kevin Drew born: not found in the passage [1]. So the final answer is Toronto."
     )
     assert out["answer"] == "Toronto"
+
+
+@pytest.mark.parametrize(
+    ("llm_answer", "expected"),
+    [
+        ("The terminal for intercity buses is on Bay Street; Greyhound buses left from it.", "pass"),
+        ("Buses usually depart from a large airport far outside the city.", "correction"),
+    ],
+)
+def test_longform_verification_uses_rouge_l_against_the_passage(llm_answer: str, expected: str) -> None:
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        if is_tracing(messages):
+            return "[Final Content]: Buses left from the Toronto Coach Terminal [1]."
+        return f"[Query 1]: Where do greyhound buses in Toronto leave from?\n[Answer 1]: {llm_answer}"
+
+    reader = ScriptedReader(CONFIDENT)
+    out = build(RuleChatModel(respond=respond), reader, task="longform", max_rounds=1).invoke({"question": QUESTION})
+    check = out["tree"][0]["checks"][0]
+    assert check["action"] == expected
+    assert (check["rouge_l"] >= 0.35) == (expected == "pass")
+
+
+def test_yes_no_and_fact_tasks_use_their_prompts_and_answer_formats() -> None:
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        if is_tracing(messages):
+            return "[Final Content]: A pear is less dense than water [1]. So the final answer is No."
+        return "[Query 1]: What is the density of a pear?\n[Answer 1]: 0.59 g/cm^3"
+
+    llm = RuleChatModel(respond=respond)
+    out = build(llm, ScriptedReader({}), task="strategyqa").invoke({"question": "Would a pear sink in water?"})
+    assert out["answer"] == "No"
+    assert '"Is it common to see frost during some college commencements?"' in llm.calls[0][0].text
+    assert (
+        llm.calls[0][0]
+        .text.rstrip()
+        .endswith('[Question]: "Would a pear sink in water? (The answer can only be "Yes" or "No")"')
+    )
+
+    def fever(messages: Sequence[BaseMessage]) -> str:
+        if is_tracing(messages):
+            return "[Final Content]: Telemundo is Spanish-language [1]. So the final answer is REFUTES."
+        return "[Query 1]: Is Telemundo English-language?\n[Answer 1]: No"
+
+    llm = RuleChatModel(respond=fever)
+    out = build(llm, ScriptedReader({}), task="fact").invoke({"question": "Telemundo is an English-language network."})
+    assert out["answer"] == "REFUTES"
+    assert "Nicholas Brody is a character on Homeland." in llm.calls[0][0].text
