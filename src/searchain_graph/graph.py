@@ -190,7 +190,9 @@ class _SearChain:
     # -- coq_generation ------------------------------------------------------------------------------
     def _coq_prepare(self, state: SearChainState) -> tuple[dict[str, Any], list[BaseMessage], RunnableConfig]:
         ctx = self.context()
-        rnd = int(state.get("rounds") or 0) + 1
+        # Only the feedback node leads here with feedback pending; anything else (including a new
+        # invocation on a checkpointed thread, which tracing left with feedback=None) is a new run.
+        rnd = int(state.get("rounds") or 0) + 1 if state.get("feedback") else 1
         update: dict[str, Any] = {"rounds": rnd}
         if rnd == 1:
             question = self._question(state, ctx)
@@ -503,6 +505,7 @@ class _SearChain:
                 content = self._compose(path, fallback_answer(content))
                 warnings.append("the tracing output cited no passage; the final content was composed from the path")
         return {
+            "feedback": None,
             "final_content": content,
             "answer": fallback_answer(content) or content,
             "references": path,

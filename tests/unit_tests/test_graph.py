@@ -333,6 +333,11 @@ def test_checkpointer_persists_a_msgpack_state() -> None:
     assert kind == "msgpack"
     history = list(graph.get_state_history(config))
     assert len(history) >= 7
+    # A new question on the same thread starts a new run instead of continuing the old one.
+    again = graph.invoke({"question": QUESTION + " Again?"}, config)
+    assert again["rounds"] == 2
+    assert again["question"] == QUESTION + " Again?"
+    assert [r["index"] for r in again["references"]] == [1, 2, 3]
 
 
 def test_trace_names_each_step_with_its_round() -> None:
