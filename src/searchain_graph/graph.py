@@ -200,7 +200,6 @@ class _SearChain:
             messages = [{"role": "user", "content": prompt}]
             update.update(
                 question=question,
-                messages=messages,
                 processed=[],
                 references=[],
                 tree=[],

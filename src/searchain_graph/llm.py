@@ -25,7 +25,6 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -315,8 +314,3 @@ def load_chat_model(spec: str | None = None, *, max_new_tokens: int = 256) -> Ba
         f"cannot interpret --model {spec!r}: use smollm2, openai:<model>, provider:<model>, hf:<org/name>, "
         "or a path to a model directory or .gguf file"
     )
-
-
-def message_words(messages: Sequence[BaseMessage]) -> int:
-    """Words in a list of messages (the unit of the paper's Table 5)."""
-    return sum(len(m.text.split()) for m in messages)
