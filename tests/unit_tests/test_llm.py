@@ -55,7 +55,7 @@ def test_missing_model_paths_get_clear_errors(tmp_path: Path) -> None:
 def test_hub_names_fail_offline_with_a_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     llm = load_chat_model("hf:HuggingFaceTB/SmolLM2-135M-Instruct")
-    with pytest.raises(ModelNotFoundError, match="pass its local directory"):
+    with pytest.raises(ModelNotFoundError, match="pass the local directory instead of the name"):
         llm.invoke("x")
 
 
