@@ -16,7 +16,8 @@ from searchain_graph.graph import (
     create_searchain_graph,
     normalized_duplicate,
 )
-from searchain_graph.llm import ModelNotFoundError, TransformersChatModel, load_chat_model
+from searchain_graph.hub import ModelNotFoundError
+from searchain_graph.llm import TransformersChatModel, load_chat_model
 from searchain_graph.parsing import ParsedChain, extract_final_answer, normalize_answer, parse_chain
 from searchain_graph.reader import LLMReader, Reader, ReaderOutput
 from searchain_graph.retrieval import BM25Retriever, CorpusFormatError, iter_corpus, load_corpus
