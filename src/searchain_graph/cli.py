@@ -1,9 +1,15 @@
 """The ``searchain`` command line.
 
-``searchain ask "question" --corpus FILE`` answers one question with the embedded
-default stack (BM25 over the corpus, the default LLM, and the LLM reader) and prints
-the answer, the cited steps and the passages they cite. Progress for each round goes
-to stderr as the graph streams its updates.
+``searchain index CORPUS... --out DIR`` builds an on-disk index (BM25, or ColBERT with
+the ``colbert`` extra), with a progress bar and the throughput at the end; a broken
+corpus line stops it with the file and line number, and leaves any previous index at
+``DIR`` as it was.
+
+``searchain ask "question" --corpus FILE`` (or ``--index DIR``) answers one question
+with the embedded default stack (BM25, the default LLM, and the LLM reader, or
+``--reader dpr`` / ``--reader extractive``) and prints the answer, the cited steps and
+the passages they cite. Progress for each round goes to stderr as the graph streams
+its updates.
 """
 
 from __future__ import annotations
@@ -25,13 +31,15 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     ask = sub.add_parser("ask", help="answer one question against a corpus")
     ask.add_argument("question", help="the (multi-hop) question")
-    ask.add_argument(
+    source = ask.add_mutually_exclusive_group(required=True)
+    source.add_argument(
         "--corpus",
         action="append",
-        required=True,
         metavar="FILE",
-        help="corpus file, JSONL or DPR TSV (repeat for several files)",
+        help="corpus file (JSONL, DPR TSV, or a QA dataset file's paragraphs), indexed with BM25 in memory; "
+        "repeat for several files",
     )
+    source.add_argument("--index", metavar="DIR", help="an index directory built by `searchain index`")
     ask.add_argument(
         "--model",
         default=None,
@@ -40,11 +48,68 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("--task", default="multihop", help=f"task family: {', '.join(TASKS)}")
     ask.add_argument("--max-rounds", type=int, default=5, help="most LLM-IR rounds (default 5)")
-    ask.add_argument("--threshold", type=float, default=1.5, help="confidence threshold theta (default 1.5)")
+    ask.add_argument(
+        "--reader",
+        default="llm",
+        metavar="KIND[:MODEL]",
+        help="llm (the chat model reads; default), dpr[:MODEL] (the paper's DPR reader, default "
+        "facebook/dpr-reader-multiset-base) or extractive[:MODEL] (any SQuAD-style QA model); "
+        "MODEL is a hub name or a local directory",
+    )
+    ask.add_argument(
+        "--threshold", type=float, default=None, help="confidence threshold theta (default: the reader's, 1.5)"
+    )
     ask.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per call, local models")
     ask.add_argument("--json", action="store_true", help="print the whole output as JSON")
     ask.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    index = sub.add_parser("index", help="build an on-disk index over corpus files")
+    index.add_argument("corpus", nargs="+", metavar="CORPUS", help="corpus files (JSONL, DPR TSV, QA dataset files)")
+    index.add_argument("--out", required=True, metavar="DIR", help="index directory (replaced when complete)")
+    index.add_argument("--retriever", choices=("bm25", "colbert"), default="bm25", help="default: bm25")
+    index.add_argument(
+        "--checkpoint",
+        default=None,
+        help="ColBERT checkpoint, hub name or local directory (default colbert-ir/colbertv2.0)",
+    )
+    index.add_argument("--workers", type=int, default=None, help="BM25 tokenising processes (default: one per core)")
+    index.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
+
+
+def _index(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from searchain_graph.retrieval import build_index
+
+    with tqdm(desc=f"indexing ({args.retriever})", unit=" passages", disable=args.quiet, file=sys.stderr) as bar:
+        summary = build_index(
+            args.corpus,
+            args.out,
+            retriever=args.retriever,
+            checkpoint=args.checkpoint,
+            workers=args.workers,
+            progress=bar.update,
+        )
+    print(
+        f"indexed {summary.passages:,} passages from {len(args.corpus)} file(s) in {summary.seconds:.1f} s "
+        f"({summary.passages_per_second:,.0f} passages/s); {summary.retriever} index at {summary.directory} "
+        f"({summary.size_bytes / 2**20:.1f} MiB)"
+    )
+    return 0
+
+
+def _reader(spec: str, llm: Any) -> Any:
+    from searchain_graph.reader import LLMReader
+
+    kind, _, model = spec.partition(":")
+    if kind == "llm":
+        return LLMReader(llm)
+    if kind in ("dpr", "extractive"):
+        from searchain_graph.extractive import DPRReader, ExtractiveQAReader
+
+        cls = DPRReader if kind == "dpr" else ExtractiveQAReader
+        return cls(model) if model else cls()
+    raise ValueError(f"unknown --reader {spec!r}: use llm, dpr[:MODEL] or extractive[:MODEL]")
 
 
 def _progress(update: dict[str, Any]) -> str | None:
@@ -95,8 +160,7 @@ def _print_result(out: dict[str, Any], seconds: float) -> None:
 def _ask(args: argparse.Namespace) -> int:
     from searchain_graph.graph import create_searchain_graph
     from searchain_graph.llm import TransformersChatModel, load_chat_model
-    from searchain_graph.reader import LLMReader
-    from searchain_graph.retrieval import BM25Retriever
+    from searchain_graph.retrieval import BM25Retriever, load_index
 
     def say(msg: str) -> None:
         if not args.quiet:
@@ -109,15 +173,24 @@ def _ask(args: argparse.Namespace) -> int:
         hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     task = normalize_task(args.task)
     started = time.perf_counter()
-    retriever = BM25Retriever.from_files(args.corpus, k=1)
-    say(f"indexed {len(retriever)} passages in {time.perf_counter() - started:.1f} s")
+    if args.index:
+        retriever = load_index(args.index, k=1)
+        say(f"opened the index at {args.index} in {time.perf_counter() - started:.1f} s")
+    else:
+        retriever = BM25Retriever.from_files(args.corpus, k=1)
+        say(f"indexed {len(retriever)} passages in {time.perf_counter() - started:.1f} s")
     t0 = time.perf_counter()
     llm = load_chat_model(args.model, max_new_tokens=args.max_new_tokens)
     if isinstance(llm, TransformersChatModel):
         llm.load()
     say(f"loaded {getattr(llm, 'model_name', None) or type(llm).__name__} in {time.perf_counter() - t0:.1f} s")
     graph = create_searchain_graph(
-        llm, retriever, LLMReader(llm), max_rounds=args.max_rounds, confidence_threshold=args.threshold, task=task
+        llm,
+        retriever,
+        _reader(args.reader, llm),
+        max_rounds=args.max_rounds,
+        confidence_threshold=args.threshold,
+        task=task,
     )
     t0 = time.perf_counter()
     out: dict[str, Any] | None = None
@@ -150,7 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "ask":
             return _ask(args)
-    except (FileNotFoundError, ValueError) as exc:
+        if args.command == "index":
+            return _index(args)
+    except (FileNotFoundError, FileExistsError, ValueError, ImportError) as exc:
         print(f"searchain: error: {exc}", file=sys.stderr)
         return 2
     parser.error(f"unknown command {args.command}")

@@ -74,6 +74,9 @@ from searchain_graph.state import (
 QueryMatcher = Callable[[str, Sequence[str]], bool]
 """``is_duplicate(query, processed) -> bool``: the ``DuplicateQuery`` test of Algorithm 1."""
 
+DEFAULT_THRESHOLD = 1.5
+"""θ of the paper (Section 4.1): the DPR reader must be this confident to overrule the LLM."""
+
 _ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
 
 
@@ -538,7 +541,7 @@ def create_searchain_graph(
     reader: Reader,
     *,
     max_rounds: int = 5,
-    confidence_threshold: float = 1.5,
+    confidence_threshold: float | None = None,
     rouge_threshold: float = 0.35,
     task: str = "multihop",
     verification: bool = True,
@@ -559,8 +562,10 @@ def create_searchain_graph(
         retriever: Any LangChain retriever; its first document is the top-1 passage ``d_i``.
         reader: Extracts ``g`` and ``f`` from a passage (``read``, optionally ``read_batch``).
         max_rounds: Most LLM-IR interaction rounds (the paper's ``r_max`` = 5).
-        confidence_threshold: θ: IR corrects an answer only when ``f > θ`` (1.5 in the paper,
-            for the DPR reader's relevance logit; see ``docs/method.md`` for other readers).
+        confidence_threshold: θ: IR corrects an answer only when ``f > θ``. ``None`` takes the
+            reader's ``default_threshold`` (1.5 for every reader here: the paper's value for the
+            DPR reader's relevance logit, and p > 0.82 on the log-odds scale of ``LLMReader`` and
+            ``ExtractiveQAReader``; see ``docs/method.md``), or 1.5 when the reader has none.
         rouge_threshold: α: for ``task="longform"`` an answer is inconsistent with its passage
             when ROUGE-L < α (0.35 in the paper).
         task: ``multihop``, ``yesno`` (StrategyQA), ``fact`` (FEVER), ``longform`` (ELI5) or
@@ -591,6 +596,8 @@ def create_searchain_graph(
         raise TypeError(f"retriever must be a LangChain BaseRetriever, got {type(retriever).__name__}")
     if not callable(getattr(reader, "read", None)):
         raise TypeError(f"reader must have a read(query, passage) method, got {type(reader).__name__}")
+    if confidence_threshold is None:
+        confidence_threshold = float(getattr(reader, "default_threshold", DEFAULT_THRESHOLD))
     defaults = SearChainContext(
         max_rounds=max_rounds,
         confidence_threshold=confidence_threshold,

@@ -199,6 +199,9 @@ class LLMReader:
         ReaderOutput(answer='Toronto', confidence=3.2)
     """
 
+    default_threshold: float = 1.5
+    """θ for this reader's scale: f > 1.5 means a mean token probability above 0.82."""
+
     def __init__(
         self,
         llm: BaseChatModel,

@@ -1,0 +1,259 @@
+"""BM25 engine, corpus formats, passage store, on-disk indexes and the `searchain index` CLI."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+
+from searchain_graph.bm25 import STOPWORDS, BM25Index, split_words
+from searchain_graph.cli import main
+from searchain_graph.corpus import CorpusFormatError, PassageStore, iter_corpora, paragraph_id, write_passages
+from searchain_graph.retrieval import MANIFEST, BM25Retriever, build_index, load_index, read_manifest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "examples/data/searchain_demo.jsonl"
+HOTPOT = ROOT / "examples/data/hotpotqa_dev200_paragraphs.jsonl"
+
+TEXTS = [
+    "Kevin Drew was born in Toronto, Ontario.",
+    "Toronto Coach Terminal: Greyhound buses leave from the terminal in Toronto.",
+    "Spirit If... is an album by Kevin Drew, released in 2007.",
+    "Broken Social Scene is a Canadian band.",
+    "The album was recorded in Toronto by the band's members; the band toured Canada.",
+]
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _lucene_bm25(texts: list[str], query: str, k1: float = 1.5, b: float = 0.75) -> list[float]:
+    """BM25 computed the slow, obvious way, for comparison with the engine."""
+    import Stemmer
+
+    stem = Stemmer.Stemmer("english").stemWord
+
+    def terms(text: str) -> list[str]:
+        return [stem(w.decode()) for w in split_words(text) if w.decode() not in STOPWORDS]
+
+    docs = [Counter(terms(t)) for t in texts]
+    lengths = [sum(d.values()) for d in docs]
+    avgdl = sum(lengths) / len(lengths)
+    scores = []
+    for doc, length in zip(docs, lengths, strict=True):
+        score = 0.0
+        for term in dict.fromkeys(terms(query)):
+            df = sum(1 for d in docs if term in d)
+            if term not in doc:
+                continue
+            idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+            tf = doc[term]
+            score += idf * tf / (tf + k1 * (1 - b + b * length / avgdl))
+        scores.append(score)
+    return scores
+
+
+def test_split_words_handles_unicode_punctuation() -> None:
+    assert split_words("“Hello”—World, café_x 2007!") == [b"hello", b"world", "café".encode(), b"x", b"2007"]
+    assert split_words("") == []
+
+
+def test_scores_equal_lucene_bm25() -> None:
+    index = BM25Index.build(TEXTS, workers=1)
+    for query in ("Where was Kevin Drew born?", "Toronto band album", "greyhound buses"):
+        expected = _lucene_bm25(TEXTS, query)
+        ids, scores = index.search(query, k=len(TEXTS))
+        ranked = sorted((i for i, s in enumerate(expected) if s > 0), key=lambda i: (-expected[i], i))
+        assert ids.tolist() == ranked
+        np.testing.assert_allclose(scores, [expected[i] for i in ranked], rtol=1e-5)
+
+
+def test_queries_without_known_terms_return_nothing() -> None:
+    index = BM25Index.build(TEXTS, workers=1)
+    assert index.search("the of and", k=3)[0].size == 0
+    assert index.search("zyzzyva", k=3)[0].size == 0
+    assert index.search("Toronto", k=0)[0].size == 0
+    with pytest.raises(ValueError, match="empty corpus"):
+        BM25Index.build([], workers=1)
+
+
+def test_worker_processes_build_the_same_index() -> None:
+    texts = TEXTS * 7
+    single = BM25Index.build(texts, workers=1, chunk_size=4)
+    seen: list[int] = []
+    pooled = BM25Index.build(iter(texts), workers=2, chunk_size=4, progress=seen.append)
+    assert sum(seen) == len(texts) and single.num_docs == pooled.num_docs == len(texts)
+    for query in ("Kevin Drew Toronto", "band Canada"):
+        a, b = single.search(query, k=10), pooled.search(query, k=10)
+        assert a[0].tolist() == b[0].tolist()
+        np.testing.assert_allclose(a[1], b[1], rtol=1e-6)
+
+
+def test_save_and_load_memory_maps(tmp_path: Path) -> None:
+    index = BM25Index.build(TEXTS, workers=1)
+    index.save(tmp_path)
+    loaded = BM25Index.load(tmp_path)
+    assert isinstance(loaded.data, np.memmap)
+    for query in ("Kevin Drew", "Toronto terminal"):
+        assert index.search(query, 3)[0].tolist() == loaded.search(query, 3)[0].tolist()
+    params = json.loads((tmp_path / "bm25.json").read_text())
+    params["format_version"] = 99
+    (tmp_path / "bm25.json").write_text(json.dumps(params))
+    with pytest.raises(ValueError, match="rebuild it"):
+        BM25Index.load(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no BM25 index"):
+        BM25Index.load(tmp_path / "nowhere")
+
+
+def test_qa_dataset_files_give_deduplicated_paragraphs(tmp_path: Path) -> None:
+    ircot = {
+        "question_id": "q1",
+        "question_text": "Who?",
+        "contexts": [
+            {"id": "0", "title": "Kevin Drew", "paragraph_text": "Kevin Drew was born in Toronto."},
+            {"id": "1", "title": "Spirit If...", "paragraph_text": "Spirit If... is an album."},
+        ],
+    }
+    musique = {
+        "id": "m1",
+        "question": "Where?",
+        "paragraphs": [
+            {"idx": 0, "title": "Kevin Drew", "paragraph_text": "Kevin  Drew was born in Toronto."},
+            {"idx": 1, "title": "Toronto", "paragraph_text": "Toronto is in Ontario."},
+        ],
+    }
+    wiki = {"_id": "w1", "question": "Which?", "context": [["Ontario", ["Ontario is a province.", " Of Canada."]]]}
+    first = _write(tmp_path / "ircot.jsonl", [json.dumps(ircot), json.dumps(ircot)])
+    second = _write(tmp_path / "musique.jsonl", [json.dumps(musique)])
+    third = tmp_path / "hotpot.json"
+    third.write_text(json.dumps([wiki]), encoding="utf-8")
+    docs = list(iter_corpora([first, second, third]))
+    assert [(d.metadata["title"], d.page_content) for d in docs] == [
+        ("Kevin Drew", "Kevin Drew was born in Toronto."),
+        ("Spirit If...", "Spirit If... is an album."),
+        ("Toronto", "Toronto is in Ontario."),
+        ("Ontario", "Ontario is a province. Of Canada."),
+    ]
+    assert docs[0].metadata["id"] == paragraph_id("Kevin Drew", "Kevin Drew was born in Toronto.")
+    bad = _write(tmp_path / "bad.jsonl", [json.dumps(ircot), json.dumps({"question": "x", "context": [["t", "s"]]})])
+    with pytest.raises(CorpusFormatError, match=r"bad.jsonl:2: context\[0\] is neither"):
+        list(iter_corpora(bad))
+    not_array = tmp_path / "obj.json"
+    not_array.write_text("{}", encoding="utf-8")
+    with pytest.raises(CorpusFormatError, match="array of records"):
+        list(iter_corpora(not_array))
+
+
+def test_passage_store_reads_by_position(tmp_path: Path) -> None:
+    docs = [Document(page_content=t, metadata={"id": str(i), "title": f"T{i} ünï"}) for i, t in enumerate(TEXTS)]
+    assert list(write_passages(docs, tmp_path)) == docs
+    store = PassageStore(tmp_path)
+    assert len(store) == len(docs)
+    assert store[3] == docs[3] and store[-1] == docs[-1]
+    assert store[1:3] == docs[1:3]
+    with pytest.raises(IndexError, match="out of range"):
+        store[len(docs)]
+    with pytest.raises(FileNotFoundError, match="no passages"):
+        PassageStore(tmp_path / "missing")
+
+
+def test_build_and_load_an_index(tmp_path: Path) -> None:
+    tsv = _write(
+        tmp_path / "psgs.tsv",
+        ["id\ttext\ttitle", "1\tGreyhound buses leave from the Toronto Coach Terminal.\tToronto Coach Terminal"],
+    )
+    seen: list[int] = []
+    summary = build_index([DEMO, tsv], tmp_path / "index", progress=seen.append)
+    assert summary.passages == sum(seen) == 9 and summary.size_bytes > 0 and summary.passages_per_second > 0
+    manifest = read_manifest(tmp_path / "index")
+    assert manifest["retriever"] == "bm25" and manifest["passages"] == 9
+    assert manifest["sources"] == [str(DEMO), str(tsv)]
+    retriever = load_index(tmp_path / "index", k=2)
+    assert isinstance(retriever, BM25Retriever) and len(retriever) == 9
+    docs = retriever.invoke("Where do Greyhound buses leave from in Toronto?")
+    assert len(docs) == 2
+    assert docs[0].metadata["title"] == "Toronto Coach Terminal" and docs[0].metadata["score"] > 0
+    assert retriever.invoke("Kevin Drew", k=1)[0].metadata["title"] == "Kevin Drew"
+    in_memory = BM25Retriever.from_files([DEMO, tsv], k=3)
+    for query in ("Kevin Drew born", "Broken Social Scene album"):
+        assert [d.page_content for d in in_memory.invoke(query)] == [
+            d.page_content for d in retriever.invoke(query, k=3)
+        ]
+    resaved = in_memory.save(tmp_path / "resaved", sources=["memory"])
+    assert resaved.passages == 9 and load_index(resaved.directory).invoke("Kevin Drew")[0].metadata["id"]
+
+
+def test_a_broken_line_stops_the_build_and_keeps_the_old_index(tmp_path: Path) -> None:
+    out = tmp_path / "index"
+    build_index(DEMO, out)
+    before = (out / MANIFEST).read_text()
+    broken = _write(tmp_path / "broken.jsonl", [json.dumps({"id": "a", "text": "fine"}), '{"id": "b", "text": '])
+    with pytest.raises(CorpusFormatError, match=r"broken.jsonl:2: not valid JSON"):
+        build_index([DEMO, broken], out)
+    assert (out / MANIFEST).read_text() == before
+    assert not (tmp_path / "index.partial").exists()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "mine.txt").write_text("keep me")
+    with pytest.raises(FileExistsError, match="not a searchain index"):
+        build_index(DEMO, tmp_path / "notes")
+    assert (tmp_path / "notes" / "mine.txt").read_text() == "keep me"
+    with pytest.raises(FileNotFoundError, match="not a searchain index"):
+        load_index(tmp_path / "notes")
+    with pytest.raises(ValueError, match="unknown retriever"):
+        build_index(DEMO, tmp_path / "x", retriever="nope")  # type: ignore[arg-type]
+
+
+def test_cli_index_reports_throughput_and_line_numbers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["index", str(DEMO), "--out", str(tmp_path / "idx"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "indexed 8 passages from 1 file(s)" in out and "passages/s" in out and "MiB" in out
+    broken = _write(tmp_path / "broken.jsonl", [json.dumps({"id": "a", "text": "fine"}), json.dumps({"id": "b"})])
+    assert main(["index", str(broken), "--out", str(tmp_path / "idx2"), "--quiet"]) == 2
+    assert "broken.jsonl:2: no passage text" in capsys.readouterr().err
+    assert main(["index", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "idx3"), "--quiet"]) == 2
+    assert "corpus file not found" in capsys.readouterr().err
+
+
+def test_cli_asks_against_a_built_index(tmp_path: Path, tiny_llm_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["index", str(DEMO), "--out", str(tmp_path / "idx"), "--quiet"]) == 0
+    capsys.readouterr()
+    code = main(
+        ["ask", "Where was Kevin Drew born?", "--index", str(tmp_path / "idx"), "--model", str(tiny_llm_dir)]
+        + ["--max-new-tokens", "8", "--json", "--quiet"]
+    )
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["usage"]["llm_calls"] >= 1
+
+
+@functools.cache
+def _shared_index() -> str:
+    directory = Path(tempfile.mkdtemp(prefix="searchain-bm25-")) / "index"
+    build_index([DEMO, HOTPOT], directory, workers=1)
+    return str(directory)
+
+
+class TestBM25RetrieverStandard(RetrieversIntegrationTests):
+    """langchain-tests' standard retriever suite, on a saved index of 2,007 real passages."""
+
+    @property
+    def retriever_constructor(self) -> type[BaseRetriever]:
+        return BM25Retriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, object]:
+        return {"index_dir": _shared_index(), "k": 2}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "Which album did Kevin Drew release, and where was he born?"
