@@ -87,16 +87,15 @@ def _count_chunk(texts: list[str]) -> tuple[list[str], npt.NDArray[np.int32], np
         (passage, stem) pair: the passage's position in the chunk, the stem's position
         in ``stems``, and its count; plus each passage's length in stems.
     """
-    local: dict[bytes, int] = {}
-    lengths = np.zeros(len(texts), dtype=np.int64)
-    flat: list[int] = []
-    setdefault = local.setdefault
-    for i, text in enumerate(texts):
-        words = split_words(text)
-        before = len(flat)
-        flat.extend([setdefault(w, len(local)) for w in words])
-        lengths[i] = len(flat) - before
-    word_ids = np.asarray(flat, dtype=np.int64)
+    per_text = [split_words(text) for text in texts]
+    lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
+    flat = list(itertools.chain.from_iterable(per_text))
+    del per_text
+    # dict.fromkeys and map run in C: about twice as fast as a Python loop assigning ids.
+    local: dict[bytes, int] = dict.fromkeys(flat, 0)
+    for n, word in enumerate(local):
+        local[word] = n
+    word_ids = np.fromiter(map(local.__getitem__, flat), dtype=np.int64, count=len(flat))
     words = list(local)
     stems = _Stemmer().stems(words)
     stem_ids: dict[str, int] = {}

@@ -106,6 +106,16 @@ def test_threshold_is_a_runtime_knob() -> None:
     assert out["references"][1]["source"] == "llm"
 
 
+def test_threshold_defaults_to_the_readers_own() -> None:
+    strict = ScriptedReader(CONFIDENT)
+    strict.default_threshold = 3.5  # type: ignore[attr-defined]
+    out = build(correcting_llm(), strict).invoke({"question": QUESTION})
+    assert out["rounds"] == 1 and out["references"][1]["source"] == "llm"
+    # An explicit θ wins over the reader's.
+    out = build(correcting_llm(), strict, confidence_threshold=1.5).invoke({"question": QUESTION})
+    assert out["rounds"] == 2 and out["references"][1]["source"] == "corrected"
+
+
 def test_unsolved_query_completed_whatever_the_confidence() -> None:
     unsolved = """[Query 1]: Who is the performer of Spirit If...?
 [Answer 1]: Kevin Drew.
