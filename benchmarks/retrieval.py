@@ -105,10 +105,10 @@ def main() -> None:
                 latencies: list[float] = []
                 for _ in range(args.repeats):
                     for q in qs:
-                        latencies += timed(lambda q=q: retriever.invoke(q), 1)
+                        latencies += timed(lambda q=q, r=retriever: r.invoke(q), 1)
                 engine = getattr(retriever, "_index", None)
                 raw = (
-                    [t for q in qs for t in timed(lambda q=q: engine.search(q, 1), args.repeats)]
+                    [t for q in qs for t in timed(lambda q=q, e=engine: e.search(q, 1), args.repeats)]
                     if engine is not None and hasattr(engine, "search")
                     else []
                 )
@@ -130,8 +130,10 @@ def main() -> None:
                 print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in rows[-1].items()}))
 
     print()
-    print("| retriever | passages | build (s) | passages/s | on disk (MiB) | load (ms) | query p50 (ms) | p95 (ms) "
-          "| engine p50 / p95 (ms) |")
+    print(
+        "| retriever | passages | build (s) | passages/s | on disk (MiB) | load (ms) | query p50 (ms) | p95 (ms) "
+        "| engine p50 / p95 (ms) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
