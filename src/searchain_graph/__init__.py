@@ -10,6 +10,8 @@ LangGraph graph::
 """
 
 from searchain_graph.context import SearChainContext
+from searchain_graph.corpus import CorpusFormatError, PassageStore, iter_corpus, load_corpus
+from searchain_graph.extractive import DPRReader, ExtractiveQAReader
 from searchain_graph.graph import (
     InvalidQuestionError,
     QueryMatcher,
@@ -20,17 +22,21 @@ from searchain_graph.hub import ModelNotFoundError
 from searchain_graph.llm import TransformersChatModel, load_chat_model
 from searchain_graph.parsing import ParsedChain, extract_final_answer, normalize_answer, parse_chain
 from searchain_graph.reader import LLMReader, Reader, ReaderOutput
-from searchain_graph.retrieval import BM25Retriever, CorpusFormatError, iter_corpus, load_corpus
+from searchain_graph.retrieval import BM25Retriever, IndexSummary, build_index, load_index
 from searchain_graph.state import InputState, OutputState, Reference, SearChainState
 
 __all__ = [
     "BM25Retriever",
     "CorpusFormatError",
+    "DPRReader",
+    "ExtractiveQAReader",
+    "IndexSummary",
     "InputState",
     "InvalidQuestionError",
     "LLMReader",
     "ModelNotFoundError",
     "OutputState",
+    "PassageStore",
     "ParsedChain",
     "QueryMatcher",
     "Reader",
@@ -39,11 +45,13 @@ __all__ = [
     "SearChainContext",
     "SearChainState",
     "TransformersChatModel",
+    "build_index",
     "create_searchain_graph",
     "extract_final_answer",
     "iter_corpus",
     "load_chat_model",
     "load_corpus",
+    "load_index",
     "normalize_answer",
     "normalized_duplicate",
     "parse_chain",
