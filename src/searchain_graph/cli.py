@@ -108,7 +108,8 @@ def _reader(spec: str, llm: Any) -> Any:
         from searchain_graph.extractive import DPRReader, ExtractiveQAReader
 
         cls = DPRReader if kind == "dpr" else ExtractiveQAReader
-        return cls(model) if model else cls()
+        reader = cls(model) if model else cls()
+        return reader.load()  # fail now, not half-way through the first round
     raise ValueError(f"unknown --reader {spec!r}: use llm, dpr[:MODEL] or extractive[:MODEL]")
 
 

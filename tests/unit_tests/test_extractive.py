@@ -465,3 +465,18 @@ async def test_qa_reader_in_the_async_graph(qa: ExtractiveQAReader) -> None:
     out = await graph.ainvoke({"question": QUESTION})
     assert out["answer"]
     assert len(out["references"]) == 3
+
+
+def test_cli_reads_with_a_local_dpr_reader(
+    tiny_dpr_dir: Path, tiny_llm_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from searchain_graph.cli import main
+
+    demo = str(Path(__file__).resolve().parents[2] / "examples/data/searchain_demo.jsonl")
+    args = ["ask", QUESTION, "--corpus", demo, "--model", str(tiny_llm_dir), "--max-new-tokens", "8"]
+    assert main([*args, "--reader", f"dpr:{tiny_dpr_dir}", "--json", "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["usage"]["llm_calls"] >= 1
+    assert main([*args, "--reader", "dpr:/no/such/reader", "--quiet"]) == 2
+    assert "DPR reader directory not found: /no/such/reader" in capsys.readouterr().err
+    assert main([*args, "--reader", "bert", "--quiet"]) == 2
+    assert "unknown --reader 'bert'" in capsys.readouterr().err
