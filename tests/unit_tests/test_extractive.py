@@ -477,6 +477,6 @@ def test_cli_reads_with_a_local_dpr_reader(
     assert main([*args, "--reader", f"dpr:{tiny_dpr_dir}", "--json", "--quiet"]) == 0
     assert json.loads(capsys.readouterr().out)["usage"]["llm_calls"] >= 1
     assert main([*args, "--reader", "dpr:/no/such/reader", "--quiet"]) == 2
-    assert "DPR reader directory not found: /no/such/reader" in capsys.readouterr().err
+    assert "directory not found: /no/such/reader" in capsys.readouterr().err
     assert main([*args, "--reader", "bert", "--quiet"]) == 2
     assert "unknown --reader 'bert'" in capsys.readouterr().err
