@@ -9,6 +9,7 @@ LangGraph graph::
     print(out["final_content"])
 """
 
+from searchain_graph.colbert import ColBERTRetriever
 from searchain_graph.context import SearChainContext
 from searchain_graph.corpus import CorpusFormatError, PassageStore, iter_corpus, load_corpus
 from searchain_graph.extractive import DPRReader, ExtractiveQAReader
@@ -27,6 +28,7 @@ from searchain_graph.state import InputState, OutputState, Reference, SearChainS
 
 __all__ = [
     "BM25Retriever",
+    "ColBERTRetriever",
     "CorpusFormatError",
     "DPRReader",
     "ExtractiveQAReader",
