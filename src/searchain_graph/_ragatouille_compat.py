@@ -246,6 +246,8 @@ def import_ragatouille() -> Any:
                 warnings.catch_warnings(),
             ):
                 warnings.filterwarnings("ignore", message=r"(?s).*RAGatouille WARNING: Future Release Notice")
+                # ragatouille's LangChain compressor uses a pydantic-v1 style inner Config class.
+                warnings.filterwarnings("ignore", message=r"Support for class-based `config` is deprecated")
                 ragatouille = importlib.import_module("ragatouille")
         except ImportError as exc:
             raise ImportError(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from searchain_graph import _ragatouille_compat
 from searchain_graph.colbert import DEFAULT_CHECKPOINT, ColBERTRetriever
 from searchain_graph.hub import ModelNotFoundError
 from searchain_graph.retrieval import build_index, load_corpus, load_index, passage_text, read_manifest
+from tests.tiny_models import build_tiny_colbert
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "data"
@@ -47,40 +47,10 @@ def corpus() -> list[Document]:
 def tiny_colbert_dir(tmp_path_factory: pytest.TempPathFactory, corpus: list[Document]) -> Path:
     if importlib.util.find_spec("ragatouille") is None:
         pytest.skip("needs the colbert extra (RAGatouille)")
-    import torch
-    from transformers import BertConfig, BertTokenizerFast
-
     rag_class = _ragatouille_compat.import_ragatouille()
     assert rag_class.__name__ == "RAGPretrainedModel"
-    from colbert.infra import ColBERTConfig
-    from colbert.modeling.hf_colbert import class_factory
-
-    path = tmp_path_factory.mktemp("tiny-colbert")
-    words: set[str] = set()
-    for doc in corpus:
-        words.update(re.findall(r"\w+|[^\w\s]", passage_text(doc).lower()))
-    chars = sorted({c for w in words for c in w})
-    # [unused0]/[unused1] are ColBERT's [Q]/[D] markers; [MASK] pads queries.
-    specials = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    vocab = list(dict.fromkeys(specials + sorted(words) + chars + [f"##{c}" for c in chars]))
-    tokenizer = BertTokenizerFast(vocab={token: i for i, token in enumerate(vocab)}, do_lower_case=True)
-    tokenizer.save_pretrained(path)
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-        pad_token_id=0,
-    )
-    config.save_pretrained(path)
-    colbert_config = ColBERTConfig(dim=DIM, doc_maxlen=256, query_maxlen=32)
-    torch.manual_seed(0)
-    model = class_factory(str(path))(config, colbert_config)
-    model.save_pretrained(path)
-    colbert_config.save_for_checkpoint(str(path))
-    return path
+    texts = [passage_text(doc) for doc in corpus]
+    return build_tiny_colbert(tmp_path_factory.mktemp("tiny-colbert"), texts, dim=DIM)
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage
 from searchain_graph import ModelNotFoundError, ReaderOutput, create_searchain_graph
 from searchain_graph.extractive import DPRReader, ExtractiveQAReader, best_span, plan_batches, split_passage
 from tests.fakes import CHAIN_FIXED, CHAIN_WRONG, QUESTION, RuleChatModel, retriever, tracing_reply
+from tests.tiny_models import build_tiny_dpr
 
 WORDS = (
     "kevin drew was born in toronto ontario canada musician album debut solo released spirit if the "
@@ -49,27 +50,7 @@ def write_vocab(path: Path) -> Path:
 @pytest.fixture(scope="session")
 def tiny_dpr_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random-init transformers.DPRReader with a WordPiece tokenizer, saved locally."""
-    from transformers import DPRConfig, DPRReaderTokenizerFast
-    from transformers import DPRReader as HFDPRReader
-
-    path = tmp_path_factory.mktemp("tiny-dpr-reader")
-    tokenizer = DPRReaderTokenizerFast(vocab=str(write_vocab(path)))
-    tokenizer.save_pretrained(path)
-    config = DPRConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-    )
-    torch.manual_seed(0)
-    model = HFDPRReader(config)
-    with torch.no_grad():  # a relevance head with some spread, so windows differ clearly
-        model.span_predictor.qa_classifier.weight.mul_(50)
-        model.span_predictor.qa_outputs.weight.mul_(20)
-    model.save_pretrained(path)
-    return path
+    return build_tiny_dpr(tmp_path_factory.mktemp("tiny-dpr-reader"), VOCAB)
 
 
 @pytest.fixture(scope="session")
