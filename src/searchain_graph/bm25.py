@@ -115,6 +115,19 @@ def _count_chunk(texts: list[str]) -> tuple[list[str], npt.NDArray[np.int32], np
     return list(stem_ids), doc, term, tf.astype(np.int32), lengths
 
 
+def _stable_argsort_u32(values: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
+    """Stable argsort of non-negative 32-bit ints as LSD radix passes over 16-bit digits.
+
+    NumPy's stable sort is a radix sort for 16-bit types (O(n)), and a merge sort otherwise;
+    this is about 4x faster than ``np.lexsort`` on the millions of rows of an index.
+    """
+    order = np.argsort((values & 0xFFFF).astype(np.uint16), kind="stable")
+    if values.size and int(values.max()) > 0xFFFF:
+        high = (values[order] >> 16).astype(np.uint16)
+        order = order[np.argsort(high, kind="stable")]
+    return order
+
+
 def _chunks(texts: Iterable[str], size: int) -> Iterator[list[str]]:
     iterator = iter(texts)
     while chunk := list(itertools.islice(iterator, size)):
@@ -229,7 +242,9 @@ class BM25Index:
         doc = np.concatenate(docs)
         term = np.concatenate(terms)
         tf = np.concatenate(tfs).astype(np.float32)
-        order = np.lexsort((doc, term))
+        # Rows arrive in passage order (chunks in order, each sorted by passage), so a stable
+        # sort by stem gives stem-major, passage-minor order: two 16-bit radix passes.
+        order = _stable_argsort_u32(term)
         doc, term, tf = doc[order], term[order], tf[order]
         df = np.bincount(term, minlength=len(vocab))
         indptr = np.zeros(len(vocab) + 1, dtype=np.int64)

@@ -257,3 +257,12 @@ class TestBM25RetrieverStandard(RetrieversIntegrationTests):
     @property
     def retriever_query_example(self) -> str:
         return "Which album did Kevin Drew release, and where was he born?"
+
+
+def test_radix_argsort_is_a_stable_sort() -> None:
+    from searchain_graph.bm25 import _stable_argsort_u32
+
+    rng = np.random.default_rng(0)
+    for high in (50, 70_000, 2**31 - 1):
+        values = rng.integers(0, high, 5000).astype(np.int32)
+        assert np.array_equal(_stable_argsort_u32(values), np.argsort(values, kind="stable"))
