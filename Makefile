@@ -1,4 +1,4 @@
-.PHONY: install test unit integration lint format type demo
+.PHONY: install test unit integration lint format type demo bench
 
 install:
 	pip install torch==2.13.0
@@ -27,3 +27,7 @@ type:
 
 demo:
 	searchain ask "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?" --corpus examples/data/hotpotqa_dev200_paragraphs.jsonl
+
+bench:  ## index build, query latency, reader throughput (this machine's figures: docs/benchmarks.md)
+	python benchmarks/retrieval.py
+	python benchmarks/readers.py --pairs 40 --repeats 3
