@@ -21,6 +21,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from searchain_graph.context import TASKS, normalize_task
@@ -62,6 +63,26 @@ def _build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per call, local models")
     ask.add_argument("--json", action="store_true", help="print the whole output as JSON")
     ask.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ev = sub.add_parser("eval", help="evaluate methods on a QA dataset (resumable JSONL, Markdown report)")
+    ev.add_argument("--dataset", required=True, help="hotpotqa, musique, 2wikimultihopqa, strategyqa, fever, eli5, ...")
+    ev.add_argument("--data", required=True, metavar="FILE", help="the dataset file, in its native format")
+    ev.add_argument("--methods", default="all", help="comma-separated methods, or all (default)")
+    ev.add_argument("--limit", type=int, default=None, help="first N questions")
+    ev.add_argument(
+        "--index", default=None, metavar="DIR", help="retrieval index (default: BM25 over the dataset's paragraphs)"
+    )
+    ev.add_argument("--corpus", action="append", default=None, metavar="FILE", help="corpus file(s) for BM25 instead")
+    ev.add_argument("--model", default=None, help="the LLM, as for `searchain ask`")
+    ev.add_argument("--reader", default="llm", metavar="KIND[:MODEL]", help="as for `searchain ask`")
+    ev.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per call, local models")
+    ev.add_argument("--concurrency", type=int, default=None, help="pairs at once (default: 4 remote, 1 local)")
+    ev.add_argument("--out", default=None, metavar="FILE", help="results JSONL (default results/DATASET.jsonl)")
+    ev.add_argument("--report", default=None, metavar="DIR", help="report directory (default: beside --out)")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    rep = sub.add_parser("report", help="write the Markdown report and plots for results files")
+    rep.add_argument("results", nargs="+", metavar="FILE", help="results JSONL files from `searchain eval`")
+    rep.add_argument("--out", required=True, metavar="DIR", help="report directory")
+    rep.add_argument("--title", default="SearChain evaluation")
     index = sub.add_parser("index", help="build an on-disk index over corpus files")
     index.add_argument("corpus", nargs="+", metavar="CORPUS", help="corpus files (JSONL, DPR TSV, QA dataset files)")
     index.add_argument("--out", required=True, metavar="DIR", help="index directory (replaced when complete)")
@@ -98,19 +119,76 @@ def _index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reader(spec: str, llm: Any) -> Any:
-    from searchain_graph.reader import LLMReader
+def _eval(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
 
-    kind, _, model = spec.partition(":")
-    if kind == "llm":
-        return LLMReader(llm)
-    if kind in ("dpr", "extractive"):
-        from searchain_graph.extractive import DPRReader, ExtractiveQAReader
+    from searchain_graph.datasets import corpus_paragraphs, load_dataset
+    from searchain_graph.evaluation import parse_methods, run_evaluation
+    from searchain_graph.llm import TransformersChatModel, load_chat_model
+    from searchain_graph.reader import load_reader
+    from searchain_graph.report import write_report
+    from searchain_graph.retrieval import BM25Retriever, load_index
 
-        cls = DPRReader if kind == "dpr" else ExtractiveQAReader
-        reader = cls(model) if model else cls()
-        return reader.load()  # fail now, not half-way through the first round
-    raise ValueError(f"unknown --reader {spec!r}: use llm, dpr[:MODEL] or extractive[:MODEL]")
+    methods = parse_methods(args.methods)
+    examples = load_dataset(args.dataset, args.data)
+    if args.index:
+        retriever: Any = load_index(args.index, k=1)
+    elif args.corpus:
+        retriever = BM25Retriever.from_files(args.corpus, k=1)
+    else:
+        paragraphs = corpus_paragraphs(examples)  # the open-domain corpus: all questions' paragraphs
+        if not paragraphs:
+            raise ValueError(f"{args.data} carries no paragraphs: pass --index DIR or --corpus FILE")
+        retriever = BM25Retriever.from_documents(paragraphs, k=1)
+    if args.limit is not None:
+        examples = examples[: args.limit]
+    llm = load_chat_model(args.model, max_new_tokens=args.max_new_tokens)
+    local = isinstance(llm, TransformersChatModel)
+    if isinstance(llm, TransformersChatModel):
+        llm.load()
+    concurrency = args.concurrency or (1 if local else 4)
+    out = Path(args.out or Path("results") / f"{examples[0]['dataset'] if examples else args.dataset}.jsonl")
+    model_name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
+    correct: dict[str, list[float]] = {}
+    with tqdm(
+        total=len(examples) * len(methods), desc="eval", unit=" runs", disable=args.quiet, file=sys.stderr
+    ) as bar:
+
+        def progress(record: dict[str, Any]) -> None:
+            correct.setdefault(record["method"], []).append(record.get("metrics", {}).get("cover_em", 0.0))
+            bar.update(1)
+            bar.set_postfix_str(" ".join(f"{m}={100 * sum(v) / len(v):.0f}" for m, v in correct.items()), refresh=False)
+
+        summary = run_evaluation(
+            examples,
+            methods,
+            llm=llm,
+            retriever=retriever,
+            reader=load_reader(args.reader, llm),
+            out_path=out,
+            concurrency=concurrency,
+            progress=progress,
+            extra={"model": str(model_name), "reader": args.reader, "retriever": type(retriever).__name__},
+        )
+        bar.update(summary.skipped)
+    written = write_report(summary.records, args.report or out.parent / f"{out.stem}-report")
+    print(
+        f"{summary.ran} run(s), {summary.skipped} already in {out}, {summary.errors} error(s); "
+        f"report: {', '.join(str(p) for p in written)}"
+    )
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from searchain_graph.evaluation import read_records
+    from searchain_graph.report import write_report
+
+    records = [r for path in args.results for r in read_records(path)]
+    if not records:
+        raise ValueError(f"no records in {', '.join(args.results)}")
+    for path in write_report(records, args.out, title=args.title):
+        print(path)
+    return 0
 
 
 def _progress(update: dict[str, Any]) -> str | None:
@@ -161,6 +239,7 @@ def _print_result(out: dict[str, Any], seconds: float) -> None:
 def _ask(args: argparse.Namespace) -> int:
     from searchain_graph.graph import create_searchain_graph
     from searchain_graph.llm import TransformersChatModel, load_chat_model
+    from searchain_graph.reader import load_reader
     from searchain_graph.retrieval import BM25Retriever, load_index
 
     def say(msg: str) -> None:
@@ -188,7 +267,7 @@ def _ask(args: argparse.Namespace) -> int:
     graph = create_searchain_graph(
         llm,
         retriever,
-        _reader(args.reader, llm),
+        load_reader(args.reader, llm),
         max_rounds=args.max_rounds,
         confidence_threshold=args.threshold,
         task=task,
@@ -226,6 +305,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _ask(args)
         if args.command == "index":
             return _index(args)
+        if args.command == "eval":
+            return _eval(args)
+        if args.command == "report":
+            return _report(args)
     except (FileNotFoundError, FileExistsError, ValueError, ImportError) as exc:
         print(f"searchain: error: {exc}", file=sys.stderr)
         return 2

@@ -80,6 +80,36 @@ DEFAULT_THRESHOLD = 1.5
 _ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
 
 
+def ir_verdict(node: ChainNode, result: dict[str, Any], knobs: dict[str, Any]) -> dict[str, Any]:
+    """Algorithm 1's ``IR(q_i, a_i)``: pass, correction or completion for one node.
+
+    Args:
+        node: The CoQ node (``query``, ``answer``, ``unsolved``).
+        result: What IR found: ``document`` (a dict, or ``None``), the reader's ``answer`` *g*
+            and ``confidence`` *f*.
+        knobs: ``completion``, ``verification``, ``confidence_threshold`` (θ),
+            ``rouge_threshold`` (α) and ``task``.
+
+    Returns:
+        ``{"action": ...}``: ``"completion"`` for an unsolved query (whatever *f*);
+        ``"correction"`` when ``f > θ`` and *g* is not in the LLM's answer (long form:
+        ROUGE-L of answer and passage < α); ``"pass"`` otherwise; ``"no_passage"`` or
+        ``"unsolved_kept"`` when there is nothing to do.
+    """
+    doc, g, f = result["document"], result["answer"] or "", result["confidence"]
+    if doc is None:
+        return {"action": "no_passage"}
+    if node["unsolved"]:
+        return {"action": "completion" if knobs["completion"] else "unsolved_kept"}
+    if not knobs["verification"] or f is None or not f > knobs["confidence_threshold"] or not g:
+        return {"action": "pass"}
+    if knobs["task"] == "longform":
+        score = rouge_l(node["answer"] or "", doc["page_content"])
+        consistent = score >= knobs["rouge_threshold"]
+        return {"action": "pass" if consistent else "correction", "rouge_l": score}
+    return {"action": "pass" if answer_contains(node["answer"], g) else "correction"}
+
+
 class InvalidQuestionError(ValueError):
     """The question is empty, not text, or too long; the message says which."""
 
@@ -304,20 +334,7 @@ class _SearChain:
         return [self._config("retrieve", rnd, searchain_query=q) for q in queries]
 
     def _judge(self, item: dict[str, Any]) -> dict[str, Any]:
-        """Algorithm 1's ``IR(q_i, a_i)``: decide pass, correction or completion for one node."""
-        node, result, ctx = item["node"], item["result"], item["context"]
-        doc, g, f = result["document"], result["answer"] or "", result["confidence"]
-        if doc is None:
-            return {"action": "no_passage"}
-        if node["unsolved"]:
-            return {"action": "completion" if ctx["completion"] else "unsolved_kept"}
-        if not ctx["verification"] or f is None or not f > ctx["confidence_threshold"] or not g:
-            return {"action": "pass"}
-        if ctx["task"] == "longform":
-            score = rouge_l(node["answer"] or "", doc["page_content"])
-            consistent = score >= ctx["rouge_threshold"]
-            return {"action": "pass" if consistent else "correction", "rouge_l": score}
-        return {"action": "pass" if answer_contains(node["answer"], g) else "correction"}
+        return ir_verdict(item["node"], item["result"], item["context"])
 
     @staticmethod
     def _knobs(ctx: SearChainContext) -> dict[str, Any]:

@@ -1,0 +1,271 @@
+"""The evaluation harness: every method, on the same LLM, retriever and reader, one JSONL line each.
+
+:func:`run_evaluation` runs each (question, method) pair and appends one record to a JSONL
+file as soon as it finishes, so an interrupted run loses nothing and a rerun resumes: pairs
+already recorded without an error are skipped. Questions run concurrently when the LLM is
+remote (``concurrency``); a local model runs one at a time.
+
+A record holds the prediction, the metrics (cover-EM, EM, F1, and ROUGE-L for long form,
+all against the gold answer and its aliases), the cost (LLM calls, words and tokens in and
+out, rounds, retrieval and reader calls, wall time) and, for SearChain, where each node of
+the final path came from (``llm`` / ``corrected`` / ``completed``) and how many knowledge
+items the final content cites. :mod:`searchain_graph.report` turns records into the paper's
+tables.
+
+Methods (all LangGraph graphs, see :data:`METHODS`):
+
+* ``searchain``: the full method; ``searchain_no_ir``, ``searchain_no_verification``,
+  ``searchain_no_completion``: its ablations;
+* ``ircot``: IRCoT (Trivedi et al., 2023), the main baseline; ``self_ask``: Self-Ask with
+  retrieval; ``direct_retrieval``: retrieve with the question, then answer;
+* ``direct`` and ``cot``: no retrieval.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
+
+from searchain_graph.datasets import Example
+from searchain_graph.metrics import score
+from searchain_graph.parsing import citations, parse_chain
+from searchain_graph.reader import Reader
+
+GraphFactory = Callable[[BaseChatModel, BaseRetriever, Reader, str], Any]
+"""``(llm, retriever, reader, task) -> compiled graph``."""
+
+
+def _searchain(**options: Any) -> GraphFactory:
+    def build(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+        from searchain_graph.graph import create_searchain_graph
+
+        return create_searchain_graph(llm, retriever, reader, task=task, **options)
+
+    return build
+
+
+def _baseline(factory_name: str, *, retriever: bool = False, reader: bool = False) -> GraphFactory:
+    def build(llm: BaseChatModel, retr: BaseRetriever, rdr: Reader, task: str) -> Any:
+        from searchain_graph import baselines
+
+        factory = getattr(baselines, factory_name)
+        args: list[Any] = [llm]
+        if retriever:
+            args.append(retr)
+        if reader:
+            args.append(rdr)
+        return factory(*args, task=task)
+
+    return build
+
+
+METHODS: dict[str, GraphFactory] = {
+    "searchain": _searchain(),
+    "searchain_no_ir": _baseline("create_searchain_no_ir_graph"),
+    "searchain_no_verification": _searchain(verification=False),
+    "searchain_no_completion": _searchain(completion=False),
+    "ircot": _baseline("create_ircot_graph", retriever=True),
+    "self_ask": _baseline("create_self_ask_graph", retriever=True, reader=True),
+    "direct_retrieval": _baseline("create_direct_retrieval_graph", retriever=True),
+    "direct": _baseline("create_direct_graph"),
+    "cot": _baseline("create_cot_graph"),
+}
+"""Every method the harness runs, by name."""
+
+
+def parse_methods(spec: str | Sequence[str]) -> list[str]:
+    """``"searchain,ircot"`` (or ``"all"``) to a list of method names.
+
+    Raises:
+        ValueError: an unknown method name (the message lists the known ones).
+    """
+    names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
+    if names == ["all"]:
+        return list(METHODS)
+    unknown = [n for n in names if n not in METHODS]
+    if unknown or not names:
+        raise ValueError(f"unknown method(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(METHODS)}")
+    return list(dict.fromkeys(names))
+
+
+def _steps(method: str, out: dict[str, Any]) -> int:
+    """Reasoning steps: nodes of the chain (SearChain), follow-ups or CoT sentences (baselines)."""
+    if method.startswith("searchain") and method != "searchain_no_ir":
+        return len(out.get("references") or [])
+    if method == "searchain_no_ir":
+        return len(parse_chain(out.get("final_content") or "").nodes)
+    return int(out.get("rounds") or 0)
+
+
+def make_record(
+    example: Example, method: str, out: dict[str, Any] | None, seconds: float, error: str | None = None
+) -> dict[str, Any]:
+    """One JSONL record for ``example`` answered by ``method`` (``out`` is the graph's output)."""
+    out = out or {}
+    prediction = str(out.get("answer") or "")
+    references = out.get("references") or []
+    record: dict[str, Any] = {
+        "qid": example["qid"],
+        "dataset": example["dataset"],
+        "method": method,
+        "question": example["question"],
+        "answers": example["answers"],
+        "hops": example.get("hops"),
+        "prediction": prediction,
+        "final_content": str(out.get("final_content") or ""),
+        "metrics": score(prediction, example["answers"], example["task"]) if error is None else {},
+        "usage": out.get("usage") or {},
+        "rounds": int(out.get("rounds") or 0),
+        "steps": _steps(method, out) if error is None else 0,
+        "seconds": round(seconds, 3),
+        "error": error,
+    }
+    if references:
+        record["sources"] = [r.get("source") for r in references]
+        record["cited"] = len(set(citations(record["final_content"])))
+    return record
+
+
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a results file (a missing file has none); a torn last line is ignored.
+
+    Raises:
+        ValueError: a line other than the last is not valid JSON (the message names it).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    records = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if lineno == len(lines):  # an interrupted write: that pair is simply run again
+                break
+            raise ValueError(f"{path}:{lineno}: not a results record ({exc.msg})") from exc
+    return records
+
+
+@dataclass
+class RunSummary:
+    """What :func:`run_evaluation` did.
+
+    Attributes:
+        ran: Pairs run now.
+        skipped: Pairs already in the results file.
+        errors: Pairs that raised (recorded with their error).
+        records: Every record in the file for the requested examples and methods.
+    """
+
+    ran: int
+    skipped: int
+    errors: int
+    records: list[dict[str, Any]]
+
+
+def run_evaluation(
+    examples: Sequence[Example],
+    methods: Sequence[str],
+    *,
+    llm: BaseChatModel,
+    retriever: BaseRetriever,
+    reader: Reader,
+    out_path: str | Path,
+    concurrency: int = 1,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> RunSummary:
+    """Run ``methods`` on ``examples``, appending one record per pair to ``out_path``.
+
+    Args:
+        examples: Questions (see :mod:`searchain_graph.datasets`).
+        methods: Names from :data:`METHODS`.
+        llm: The one LLM every method uses.
+        retriever: The one retriever every retrieval method uses.
+        reader: The one reader (SearChain, Self-Ask).
+        out_path: Results JSONL; existing records for the same (qid, method) without an error
+            are kept and skipped.
+        concurrency: Pairs run at once (use > 1 only with a remote LLM).
+        progress: Called with each new record.
+        extra: Fields added to every record (model, retriever, reader names...).
+
+    Returns:
+        A :class:`RunSummary`.
+    """
+    methods = parse_methods(methods)
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    existing = {(r["qid"], r["method"]): r for r in read_records(out_path) if not r.get("error")}
+    graphs: dict[tuple[str, str], Any] = {}
+    lock = threading.Lock()
+
+    def graph_for(method: str, task: str) -> Any:
+        with lock:
+            key = (method, task)
+            if key not in graphs:
+                graphs[key] = METHODS[method](llm, retriever, reader, task)
+            return graphs[key]
+
+    todo = [(ex, m) for ex in examples for m in methods if (ex["qid"], m) not in existing]
+    new: list[dict[str, Any]] = []
+
+    def run_one(example: Example, method: str) -> dict[str, Any]:
+        start = time.perf_counter()
+        try:
+            out = graph_for(method, example["task"]).invoke(
+                {"question": example["question"]},
+                config={"run_name": method, "metadata": {"qid": example["qid"], "dataset": example["dataset"]}},
+            )
+            record = make_record(example, method, out, time.perf_counter() - start)
+        except Exception as exc:  # recorded, not raised: one bad pair must not stop a long run
+            record = make_record(example, method, None, time.perf_counter() - start, f"{type(exc).__name__}: {exc}")
+        record.update(extra or {})
+        return record
+
+    def save(record: dict[str, Any]) -> None:
+        with lock, out_path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            new.append(record)
+        if progress is not None:
+            progress(record)
+
+    if concurrency <= 1:
+        for example, method in todo:
+            save(run_one(example, method))
+    else:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            pending: set[Future[dict[str, Any]]] = set()
+            queue: Iterable[tuple[Example, str]] = iter(todo)
+            for example, method in queue:
+                pending.add(pool.submit(run_one, example, method))
+                if len(pending) >= 2 * concurrency:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        save(future.result())
+            for future in pending:
+                save(future.result())
+    wanted = {(ex["qid"], m) for ex in examples for m in methods}
+    records = [r for r in read_records(out_path) if (r["qid"], r["method"]) in wanted]
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in records:  # a rerun's record replaces an errored one
+        key = (record["qid"], record["method"])
+        if key not in latest or latest[key].get("error"):
+            latest[key] = record
+    return RunSummary(
+        ran=len(new),
+        skipped=len(wanted) - len(todo),
+        errors=sum(1 for r in new if r.get("error")),
+        records=list(latest.values()),
+    )

@@ -1,0 +1,274 @@
+"""Reports: the paper's tables from evaluation records, with the paper's figures beside ours.
+
+:func:`write_report` reads the records of :mod:`searchain_graph.evaluation` (one per question
+and method) and writes ``report.md`` plus two plots (``accuracy.png``: cover-EM per method
+and dataset; ``accuracy_vs_words.png``: cover-EM against LLM words per question). The
+tables follow the paper (Xu et al., WWW 2024):
+
+* **Table 1**: cover-EM (and EM, F1) per method and dataset;
+* **Table 2**: where the nodes of SearChain's final path came from: the LLM, corrected by
+  IR, or completed by IR;
+* **Table 3a**: on the questions where IR intervened (S_IR), accuracy without IR (the
+  ``searchain_no_ir`` records) and with it, beside accuracy without IR on all questions (S);
+* **Table 3b**: of the questions SearChain without IR answers correctly (S_t), the share
+  SearChain with IR gets wrong: how often IR misleads the LLM;
+* **Table 4**: reasoning steps per question by number of hops (methods without IR);
+* **Table 5**: cost per question: LLM words in and out, rounds, time;
+* **SKC**: knowledge items cited per SearChain answer.
+
+Records with an error are counted as wrong answers and listed, never dropped.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+PAPER_TABLE1 = {
+    "searchain": {"hotpotqa": 56.91, "musique": 17.07, "2wikimultihopqa": 46.27, "strategyqa": 76.95},
+    "self_ask": {"hotpotqa": 40.05, "musique": 14.28, "2wikimultihopqa": 39.58, "strategyqa": 67.65},
+    "direct_retrieval": {"hotpotqa": 34.09, "musique": 10.22, "2wikimultihopqa": 30.01, "strategyqa": 66.78},
+    "cot": {"hotpotqa": 35.04, "musique": 9.46, "2wikimultihopqa": 30.41, "strategyqa": 65.83},
+    "searchain_no_ir": {"hotpotqa": 38.36, "musique": 13.61, "2wikimultihopqa": 40.49, "strategyqa": 75.62},
+}
+"""Table 1 of the paper (cover-EM, gpt-3.5-turbo with ColBERTv2). IRCoT is not in it."""
+
+PAPER_TABLE2 = {
+    "hotpotqa": (74.56, 20.94, 4.50),
+    "musique": (78.83, 14.60, 6.57),
+    "2wikimultihopqa": (75.83, 18.96, 5.21),
+    "strategyqa": (94.98, 2.78, 2.24),
+}
+"""Table 2: % of nodes from the LLM, corrected by IR, completed by IR."""
+
+PAPER_TABLE3A = {
+    "hotpotqa": (38.36, 31.38, 60.86),
+    "musique": (13.61, 10.20, 18.49),
+    "2wikimultihopqa": (40.49, 32.60, 50.52),
+    "strategyqa": (75.62, 68.96, 78.42),
+}
+"""Table 3a: accuracy w/o IR on S, w/o IR on S_IR, with IR on S_IR."""
+
+PAPER_TABLE3B = {"hotpotqa": 6.33, "musique": 6.50, "2wikimultihopqa": 12.71, "strategyqa": 5.31}
+"""Table 3b: % of S_t that IR makes wrong (SearChain)."""
+
+PAPER_TABLE4 = {
+    "cot": (2.25, 2.23, 2.19),
+    "searchain_no_ir": (4.16, 4.66, 5.06),
+}
+"""Table 4 (MuSiQue): reasoning steps for 2-, 3- and 4-hop questions."""
+
+PAPER_TABLE5 = {"searchain": (390, 189, 2.21, 8.52), "self_ask": (401, 63, 2.19, 6.63)}
+"""Table 5: words in, words out, rounds, seconds per question."""
+
+PAPER_SKC = 2.882
+
+
+def _correct(record: dict[str, Any]) -> bool:
+    return bool(record.get("metrics", {}).get("cover_em", 0.0) >= 1.0)
+
+
+def _pct(values: Iterable[float]) -> str:
+    values = list(values)
+    return f"{100 * statistics.fmean(values):.1f}" if values else "–"
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _by(records: Iterable[dict[str, Any]], *keys: str) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[tuple(record.get(k) for k in keys)].append(record)
+    return groups
+
+
+def latest_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per (dataset, qid, method): the last without an error, else the last."""
+    latest: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for record in records:
+        key = (record.get("dataset"), record.get("qid"), record.get("method"))
+        if key not in latest or latest[key].get("error") or not record.get("error"):
+            latest[key] = record
+    return list(latest.values())
+
+
+def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain evaluation") -> str:
+    """The Markdown report for ``records`` (see the module docstring for the tables)."""
+    records = latest_records(records)
+    datasets = sorted({r["dataset"] for r in records})
+    methods = list(dict.fromkeys(r["method"] for r in records))
+    cell = _by(records, "method", "dataset")
+    lines = [f"# {title}", ""]
+    models = sorted({str(r.get("model")) for r in records if r.get("model")})
+    if models:
+        lines += [
+            f"LLM: {', '.join(models)}. Questions per dataset: "
+            + ", ".join(f"{d} {len({r['qid'] for r in records if r['dataset'] == d})}" for d in datasets)
+            + ".",
+            "",
+        ]
+
+    lines += ["## Table 1: accuracy (cover-EM %; EM / F1 in brackets; paper in italics)", ""]
+    lines += ["| method | " + " | ".join(datasets) + " |", "|---|" + "---:|" * len(datasets)]
+    for method in methods:
+        row = []
+        for dataset in datasets:
+            rs = cell.get((method, dataset), [])
+            paper = PAPER_TABLE1.get(method, {}).get(dataset)
+            text = (
+                f"{_pct(float(_correct(r)) for r in rs)} ({_pct(r.get('metrics', {}).get('em', 0.0) for r in rs)}"
+                f" / {_pct(r.get('metrics', {}).get('f1', 0.0) for r in rs)})"
+                if rs
+                else "–"
+            )
+            row.append(text + (f" *{paper}*" if paper is not None else ""))
+        lines.append(f"| {method} | " + " | ".join(row) + " |")
+
+    searchain = [r for r in records if r["method"] == "searchain"]
+    if searchain:
+        lines += ["", "## Table 2: where the nodes of SearChain's final path came from (%; paper in italics)", ""]
+        lines += ["| dataset | nodes | LLM | corrected by IR | completed by IR |", "|---|---:|---:|---:|---:|"]
+        for dataset in datasets:
+            sources = [s for r in searchain if r["dataset"] == dataset for s in r.get("sources", [])]
+            if not sources:
+                continue
+            shares_ref: Sequence[float | None] = PAPER_TABLE2.get(dataset) or (None, None, None)
+            shares = [100 * sources.count(kind) / len(sources) for kind in ("llm", "corrected", "completed")]
+            cells = [f"{s:.1f}" + (f" *{p}*" if p is not None else "") for s, p in zip(shares, shares_ref, strict=True)]
+            lines.append(f"| {dataset} | {len(sources)} | " + " | ".join(cells) + " |")
+
+    no_ir = {(r["dataset"], r["qid"]): r for r in records if r["method"] == "searchain_no_ir"}
+    if searchain and no_ir:
+        lines += ["", "## Table 3: positive and negative effects of IR (cover-EM %; paper in italics)", ""]
+        lines += ["| dataset | w/o IR on S | w/o IR on S_IR | with IR on S_IR | S_IR | IR misleads (% of S_t) | S_t |"]
+        lines += ["|---|---:|---:|---:|---:|---:|---:|"]
+        for dataset in datasets:
+            pairs = [
+                (r, no_ir[(dataset, r["qid"])])
+                for r in searchain
+                if (dataset, r["qid"]) in no_ir and r["dataset"] == dataset
+            ]
+            if not pairs:
+                continue
+            s_ir = [(r, n) for r, n in pairs if any(s in ("corrected", "completed") for s in r.get("sources", []))]
+            s_t = [(r, n) for r, n in pairs if _correct(n)]
+            paper_a = PAPER_TABLE3A.get(dataset, (None, None, None))
+            paper_b = PAPER_TABLE3B.get(dataset)
+
+            def with_paper(value: str, paper: float | None) -> str:
+                return value + (f" *{paper}*" if paper is not None else "")
+
+            lines.append(
+                f"| {dataset} | {with_paper(_pct(float(_correct(n)) for _, n in pairs), paper_a[0])} | "
+                f"{with_paper(_pct(float(_correct(n)) for _, n in s_ir), paper_a[1])} | "
+                f"{with_paper(_pct(float(_correct(r)) for r, _ in s_ir), paper_a[2])} | {len(s_ir)} | "
+                f"{with_paper(_pct(float(not _correct(r)) for r, _ in s_t), paper_b)} | {len(s_t)} |"
+            )
+
+    hops = sorted({int(r["hops"]) for r in records if r.get("hops")})
+    if hops:
+        lines += ["", "## Table 4: reasoning steps per question, by hops (paper, MuSiQue, in italics)", ""]
+        lines += ["| method | " + " | ".join(f"{h}-hop" for h in hops) + " |", "|---|" + "---:|" * len(hops)]
+        for method in methods:
+            row = []
+            for h in hops:
+                steps = [r.get("steps", 0) for r in records if r["method"] == method and r.get("hops") == h]
+                steps_ref = PAPER_TABLE4.get(method)
+                ref = f" *{steps_ref[h - 2]}*" if steps_ref and 2 <= h <= 4 else ""
+                row.append((f"{statistics.fmean(steps):.2f}" if steps else "–") + ref)
+            lines.append(f"| {method} | " + " | ".join(row) + " |")
+
+    lines += ["", "## Table 5: cost per question (means; paper in italics)", ""]
+    lines += ["| method | words in | words out | LLM calls | tokens in / out | rounds | retrievals | reads | s |"]
+    lines += ["|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for method in methods:
+        rs = [r for r in records if r["method"] == method]
+
+        def mean(key: str, rs: list[dict[str, Any]] = rs) -> float:
+            return statistics.fmean(float(r.get("usage", {}).get(key, 0) or 0) for r in rs)
+
+        cost = PAPER_TABLE5.get(method)
+        lines.append(
+            f"| {method} | {mean('words_in'):.0f}{f' *{cost[0]}*' if cost else ''} | "
+            f"{mean('words_out'):.0f}{f' *{cost[1]}*' if cost else ''} | {mean('llm_calls'):.2f} | "
+            f"{mean('input_tokens'):.0f} / {mean('output_tokens'):.0f} | "
+            f"{statistics.fmean(r.get('rounds', 0) for r in rs):.2f}{f' *{cost[2]}*' if cost else ''} | "
+            f"{mean('retrieval_calls'):.2f} | {mean('reader_calls'):.2f} | "
+            f"{statistics.fmean(r.get('seconds', 0.0) for r in rs):.1f}{f' *{cost[3]}*' if cost else ''} |"
+        )
+    if searchain:
+        skc = [r.get("cited", 0) for r in searchain]
+        lines += [
+            "",
+            f"**SKC** (knowledge items cited per SearChain answer): {statistics.fmean(skc):.2f} (paper: {PAPER_SKC}).",
+        ]
+    errors = [r for r in records if r.get("error")]
+    if errors:
+        lines += ["", f"## Errors ({len(errors)}; counted as wrong)", ""]
+        lines += [f"* {r['dataset']} {r['qid']} {r['method']}: {r['error']}" for r in errors[:50]]
+    return "\n".join(lines) + "\n"
+
+
+def write_plots(records: Sequence[dict[str, Any]], directory: str | Path) -> list[Path]:
+    """``accuracy.png`` and ``accuracy_vs_words.png`` in ``directory``; none without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    records = latest_records(records)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    datasets = sorted({r["dataset"] for r in records})
+    methods = list(dict.fromkeys(r["method"] for r in records))
+    cell = _by(records, "method", "dataset")
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(methods) * max(1, len(datasets)) / 2), 4))
+    width = 0.8 / max(1, len(datasets))
+    for j, dataset in enumerate(datasets):
+        values = [
+            100 * statistics.fmean(float(_correct(r)) for r in cell[(m, dataset)]) if cell.get((m, dataset)) else 0.0
+            for m in methods
+        ]
+        ax.bar([i + j * width for i in range(len(methods))], values, width, label=dataset)
+    ax.set_xticks([i + width * (len(datasets) - 1) / 2 for i in range(len(methods))], methods, rotation=30, ha="right")
+    ax.set_ylabel("cover-EM (%)")
+    ax.legend()
+    fig.tight_layout()
+    paths = [directory / "accuracy.png"]
+    fig.savefig(paths[0], dpi=120)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for method in methods:
+        rs = [r for r in records if r["method"] == method]
+        words = statistics.fmean(
+            float(r.get("usage", {}).get("words_in", 0) or 0) + float(r.get("usage", {}).get("words_out", 0) or 0)
+            for r in rs
+        )
+        accuracy = 100 * statistics.fmean(float(_correct(r)) for r in rs)
+        ax.scatter([words], [accuracy])
+        ax.annotate(method, (words, accuracy), fontsize=8, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("LLM words per question (in + out)")
+    ax.set_ylabel("cover-EM (%)")
+    fig.tight_layout()
+    paths.append(directory / "accuracy_vs_words.png")
+    fig.savefig(paths[1], dpi=120)
+    plt.close(fig)
+    return paths
+
+
+def write_report(
+    records: Sequence[dict[str, Any]], directory: str | Path, *, title: str = "SearChain evaluation"
+) -> list[Path]:
+    """Write ``report.md`` and the plots to ``directory``; returns the paths written."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "report.md"
+    path.write_text(render_report(records, title=title), encoding="utf-8")
+    return [path, *write_plots(records, directory)]
