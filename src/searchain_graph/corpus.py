@@ -101,19 +101,34 @@ def qa_paragraphs(record: dict[str, Any], where: str) -> Iterator[Document]:
         yield Document(page_content=text, metadata={"title": title, "id": paragraph_id(title, text)})
 
 
-def _iter_records(path: Path) -> Iterator[tuple[Any, str, int]]:
-    """Yield ``(record, where, number)``: JSONL by line number, or a ``.json`` array by position from 1."""
-    with path.open(encoding="utf-8") as handle:
-        if path.suffix.lower() == ".json":
+def iter_json_records(path: Path, *, error: type[ValueError] = CorpusFormatError) -> Iterator[tuple[Any, str, int]]:
+    """Yield ``(record, where, number)`` from a JSONL file or a JSON array file.
+
+    A file is read as one JSON array when its content starts with ``[`` and parses as a
+    whole (never for a ``.jsonl`` suffix; always for ``.json``); otherwise as JSONL, blank
+    lines skipped. ``where``
+    is ``path:line`` (JSONL) or ``path: record N`` (array); ``number`` is the line number or
+    the position from 1.
+
+    Raises:
+        error: invalid JSON, naming the line.
+    """
+    with path.open(encoding="utf-8-sig") as handle:
+        head = handle.read(4096).lstrip()
+        handle.seek(0)
+        if path.suffix.lower() == ".json" and not head.startswith("["):
+            raise error(f"{path}: a JSON file must hold an array of records")
+        if head.startswith("[") and path.suffix.lower() != ".jsonl":
             try:
                 records = json.load(handle)
             except json.JSONDecodeError as exc:
-                raise CorpusFormatError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(records, list):
-                raise CorpusFormatError(f"{path}: a JSON file must hold an array of records")
-            for n, record in enumerate(records):
-                yield record, f"{path}: record {n + 1}", n + 1
-            return
+                if exc.msg != "Extra data":  # "Extra data": more values follow, so it is JSONL
+                    raise error(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+                handle.seek(0)
+            else:
+                for n, record in enumerate(records, start=1):
+                    yield record, f"{path}: record {n}", n
+                return
         for lineno, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -121,7 +136,7 @@ def _iter_records(path: Path) -> Iterator[tuple[Any, str, int]]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise CorpusFormatError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
+                raise error(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
             yield record, where, lineno
 
 
@@ -144,7 +159,7 @@ def iter_corpus(path: str | Path, *, seen: set[str] | None = None) -> Iterator[D
         yield from _iter_tsv(path)
         return
     seen = set() if seen is None else seen
-    for record, where, number in _iter_records(path):
+    for record, where, number in iter_json_records(path):
         if is_qa_record(record):
             for doc in qa_paragraphs(record, where):
                 if doc.metadata["id"] not in seen:

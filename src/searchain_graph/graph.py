@@ -80,6 +80,45 @@ DEFAULT_THRESHOLD = 1.5
 _ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
 
 
+class InvalidQuestionError(ValueError):
+    """The question is empty, not text, or too long; the message says which."""
+
+
+def validate_question(question: object, max_chars: int) -> str:
+    """The question, whitespace-normalised.
+
+    Raises:
+        InvalidQuestionError: not a string, empty, or longer than ``max_chars``.
+    """
+    if not isinstance(question, str):
+        raise InvalidQuestionError(f"question must be a string, got {type(question).__name__}")
+    question = " ".join(question.split())
+    if not question:
+        raise InvalidQuestionError("question is empty")
+    if len(question) > max_chars:
+        raise InvalidQuestionError(
+            f"question is {len(question)} characters long; the limit is {max_chars} (raise it with max_question_chars=)"
+        )
+    return question
+
+
+def task_question(question: str, task: str) -> str:
+    """The question as the prompts show it, with the task's answer-format suffix (Figures 9-10)."""
+    suffix = QUESTION_SUFFIXES.get(task, "")
+    if suffix and suffix.strip(" ?").lower() not in question.lower():
+        return question + suffix
+    return question
+
+
+def trace_config(step: str, rnd: int, **extra: Any) -> RunnableConfig:
+    """The run config of one traced step: its name, ``searchain_step``/``searchain_round`` metadata and tags."""
+    return {
+        "run_name": step,
+        "metadata": {"searchain_step": step, "searchain_round": rnd, **extra},
+        "tags": [f"searchain:{step}", f"searchain:round:{rnd}"],
+    }
+
+
 def ir_verdict(node: ChainNode, result: dict[str, Any], knobs: dict[str, Any]) -> dict[str, Any]:
     """Algorithm 1's ``IR(q_i, a_i)``: pass, correction or completion for one node.
 
@@ -110,10 +149,6 @@ def ir_verdict(node: ChainNode, result: dict[str, Any], knobs: dict[str, Any]) -
     return {"action": "pass" if answer_contains(node["answer"], g) else "correction"}
 
 
-class InvalidQuestionError(ValueError):
-    """The question is empty, not text, or too long; the message says which."""
-
-
 def normalized_duplicate(query: str, processed: Sequence[str]) -> bool:
     """Default ``DuplicateQuery``: the query equals a processed one after SQuAD normalisation."""
     norm = normalize_answer(query)
@@ -125,7 +160,8 @@ def rouge_l(prediction: str, reference: str) -> float:
     return float(_ROUGE.score(reference, prediction)["rougeL"].fmeasure)
 
 
-def _empty_usage() -> Usage:
+def empty_usage() -> Usage:
+    """Zero counts for every :class:`Usage` field."""
     return {
         "llm_calls": 0,
         "words_in": 0,
@@ -137,23 +173,27 @@ def _empty_usage() -> Usage:
     }
 
 
-def _doc_dict(doc: Document) -> DocumentDict:
+def doc_dict(doc: Document) -> DocumentDict:
+    """A ``Document`` as plain data (msgpack-serialisable state)."""
     return {"page_content": doc.page_content, "metadata": dict(doc.metadata)}
 
 
-def _to_messages(messages: Sequence[dict[str, str]]) -> list[BaseMessage]:
+def to_messages(messages: Sequence[dict[str, str]]) -> list[BaseMessage]:
+    """``{"role", "content"}`` dicts (as kept in state) to LangChain messages."""
     return [AIMessage(m["content"]) if m["role"] == "assistant" else HumanMessage(m["content"]) for m in messages]
 
 
-def _text(message: BaseMessage) -> str:
+def message_text(message: BaseMessage) -> str:
+    """The text of a message, whatever its content blocks."""
     return message.text if isinstance(message.text, str) else str(message.content)
 
 
-def _count(usage: Usage, sent: Sequence[BaseMessage], reply: BaseMessage) -> Usage:
+def count_usage(usage: Usage, sent: Sequence[BaseMessage], reply: BaseMessage) -> Usage:
+    """``usage`` plus one LLM call: words of ``sent`` and ``reply``, and the reply's token counts."""
     usage = dict(usage)  # type: ignore[assignment]
     usage["llm_calls"] += 1
-    usage["words_in"] += word_count([_text(m) for m in sent])
-    usage["words_out"] += word_count(_text(reply))
+    usage["words_in"] += word_count([message_text(m) for m in sent])
+    usage["words_out"] += word_count(message_text(reply))
     meta = getattr(reply, "usage_metadata", None) or {}
     usage["input_tokens"] += int(meta.get("input_tokens", 0) or 0)
     usage["output_tokens"] += int(meta.get("output_tokens", 0) or 0)
@@ -193,32 +233,14 @@ class _SearChain:
 
     @staticmethod
     def _config(step: str, rnd: int, **extra: Any) -> RunnableConfig:
-        return {
-            "run_name": step,
-            "metadata": {"searchain_step": step, "searchain_round": rnd, **extra},
-            "tags": [f"searchain:{step}", f"searchain:round:{rnd}"],
-        }
+        return trace_config(step, rnd, **extra)
 
     def _question(self, state: SearChainState, ctx: SearChainContext) -> str:
-        question = state.get("question")
-        if not isinstance(question, str):
-            raise InvalidQuestionError(f"question must be a string, got {type(question).__name__}")
-        question = " ".join(question.split())
-        if not question:
-            raise InvalidQuestionError("question is empty")
-        limit = ctx.max_question_chars or 0
-        if len(question) > limit:
-            raise InvalidQuestionError(
-                f"question is {len(question)} characters long; the limit is {limit} (raise it with max_question_chars=)"
-            )
-        return question
+        return validate_question(state.get("question"), ctx.max_question_chars or 0)
 
     @staticmethod
     def _task_question(question: str, task: str) -> str:
-        suffix = QUESTION_SUFFIXES.get(task, "")
-        if suffix and suffix.strip(" ?").lower() not in question.lower():
-            return question + suffix
-        return question
+        return task_question(question, task)
 
     # -- coq_generation ------------------------------------------------------------------------------
     def _coq_prepare(self, state: SearChainState) -> tuple[dict[str, Any], list[BaseMessage], RunnableConfig]:
@@ -239,11 +261,11 @@ class _SearChain:
                 warnings=[],
                 ir_cache={},
                 feedback=None,
-                usage=_empty_usage(),
+                usage=empty_usage(),
             )
         else:
             messages = list(state.get("messages") or [])
-        lc_messages = _to_messages(messages)
+        lc_messages = to_messages(messages)
         update["messages"] = messages
         return update, lc_messages, self._config("coq_generation", rnd)
 
@@ -251,7 +273,7 @@ class _SearChain:
         self, state: SearChainState, update: dict[str, Any], sent: list[BaseMessage], reply: BaseMessage
     ) -> dict[str, Any]:
         rnd = update["rounds"]
-        raw = _text(reply)
+        raw = message_text(reply)
         parsed = parse_chain(raw)
         feedback = state.get("feedback") if rnd > 1 else None
         parent = (
@@ -270,7 +292,7 @@ class _SearChain:
         tree = list(update.get("tree", state.get("tree") or [])) + [branch]
         warnings = list(update.get("warnings", state.get("warnings") or []))
         warnings += [f"round {rnd}: {w}" for w in parsed.warnings]
-        usage = _count(update.get("usage", state.get("usage") or _empty_usage()), sent, reply)
+        usage = count_usage(update.get("usage", state.get("usage") or empty_usage()), sent, reply)
         return {
             **update,
             "messages": update["messages"] + [{"role": "assistant", "content": raw}],
@@ -319,7 +341,7 @@ class _SearChain:
         pairs = []
         for query, docs in zip(queries, results, strict=True):
             doc = docs[0] if docs else None
-            cache[query] = {"document": _doc_dict(doc) if doc else None, "answer": "", "confidence": None}
+            cache[query] = {"document": doc_dict(doc) if doc else None, "answer": "", "confidence": None}
             if doc is not None:
                 pairs.append((query, passage_text(doc)))
         return pairs
@@ -416,7 +438,7 @@ class _SearChain:
         tree = list(state.get("tree") or [])
         if tree:
             tree[-1] = {**tree[-1], "checks": checks}
-        usage: Usage = {**(state.get("usage") or _empty_usage())}
+        usage: Usage = {**(state.get("usage") or empty_usage())}
         usage["retrieval_calls"] += retrievals
         usage["reader_calls"] += reads
         update = {
@@ -496,7 +518,7 @@ class _SearChain:
         path = list(state.get("references") or [])
         tree = state.get("tree") or []
         warnings = list(state.get("warnings") or [])
-        usage = state.get("usage") or _empty_usage()
+        usage = state.get("usage") or empty_usage()
         last: Branch | None = tree[-1] if tree else None
         chain_content = last["final_content"] if last else None
 
@@ -514,8 +536,8 @@ class _SearChain:
             content = chain_content or " ".join((last["raw"] if last else "").split())
             warnings.append("no node reached the correct path; the final content is the LLM's own, uncited")
         else:
-            usage = _count(usage, sent, reply)
-            raw = _text(reply)
+            usage = count_usage(usage, sent, reply)
+            raw = message_text(reply)
             content = parse_chain(raw).final_content or " ".join(raw.split())
             content, bad = drop_invalid_citations(content, len(path))
             if bad:

@@ -69,7 +69,7 @@ def build_oracle_nodes(
         raise ValueError("no example has a gold decomposition with sub-answers (use MuSiQue or Bamboogle)")
     rng = random.Random(seed)
     pool = [answer for _, _, answer in steps]
-    nodes = []
+    nodes: list[dict[str, Any]] = []
     for qid, query, gold in steps:
         draw = rng.random()
         if draw < wrong_fraction:

@@ -1,0 +1,207 @@
+"""The evaluation harness, the report and the oracle-chain benchmark, with fakes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+
+from searchain_graph import ReaderOutput
+from searchain_graph.datasets import Example
+from searchain_graph.evaluation import METHODS, parse_methods, read_records, run_evaluation
+from searchain_graph.oracle import build_oracle_nodes, matches, read_oracle_nodes, render_sweep, sweep
+from searchain_graph.report import render_report, write_report
+from tests.fakes import CHAIN_FIXED, CHAIN_WRONG, QUESTION, RuleChatModel, ScriptedReader, retriever, tracing_reply
+
+CONFIDENT = {
+    "performer": ReaderOutput("Kevin Drew", 4.0),
+    "born": ReaderOutput("Toronto", 3.0),
+    "greyhound": ReaderOutput("Toronto Coach Terminal", 3.0),
+}
+
+
+def example(qid: str = "q1", answers: Sequence[str] = ("Toronto Coach Terminal",), hops: int = 3) -> Example:
+    return {
+        "qid": qid,
+        "dataset": "hotpotqa",
+        "question": QUESTION,
+        "answers": list(answers),
+        "task": "multihop",
+        "hops": hops,
+        "paragraphs": [],
+        "decomposition": None,
+        "meta": {},
+    }
+
+
+def chain_llm() -> RuleChatModel:
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        traced = tracing_reply(messages)
+        if traced is not None:
+            return traced
+        return CHAIN_FIXED if "should be" in messages[-1].text else CHAIN_WRONG
+
+    return RuleChatModel(respond=respond)
+
+
+def test_parse_methods() -> None:
+    assert parse_methods("all") == list(METHODS)
+    assert parse_methods("searchain, ircot,searchain") == ["searchain", "ircot"]
+    with pytest.raises(ValueError, match="unknown method"):
+        parse_methods("searchain,magic")
+
+
+def test_records_resume_and_report(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    methods = ["searchain", "searchain_no_verification"]
+    seen: list[dict[str, Any]] = []
+    llm = chain_llm()
+    summary = run_evaluation(
+        [example("q1"), example("q2", answers=("Montreal",))],
+        methods,
+        llm=llm,
+        retriever=retriever(),
+        reader=ScriptedReader(CONFIDENT),
+        out_path=out,
+        progress=seen.append,
+        extra={"model": "rule"},
+    )
+    assert (summary.ran, summary.skipped, summary.errors) == (4, 0, 0) and len(seen) == 4
+    records = {(r["qid"], r["method"]): r for r in read_records(out)}
+    full = records[("q1", "searchain")]
+    assert full["prediction"] == "Toronto Coach Terminal" and full["metrics"]["cover_em"] == 1.0
+    assert full["sources"] == ["llm", "corrected", "llm"] and full["rounds"] == 2 and full["steps"] == 3
+    assert full["usage"]["llm_calls"] == 3 and full["model"] == "rule" and full["hops"] == 3
+    ablated = records[("q1", "searchain_no_verification")]
+    assert ablated["sources"] == ["llm", "llm", "llm"] and ablated["rounds"] == 1
+    # A rerun skips everything already recorded.
+    calls = len(llm.calls)
+    again = run_evaluation(
+        [example("q1"), example("q2")],
+        methods,
+        llm=llm,
+        retriever=retriever(),
+        reader=ScriptedReader(CONFIDENT),
+        out_path=out,
+    )
+    assert (again.ran, again.skipped) == (0, 4) and len(llm.calls) == calls and len(again.records) == 4
+    report = render_report(again.records)
+    assert "## Table 1" in report and "| searchain | 50.0" in report and "*56.91*" in report
+    assert "## Table 2" in report and "corrected by IR" in report
+    assert "## Table 5" in report and "SKC" in report
+
+
+def test_errors_are_recorded_and_retried(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+
+    def broken(messages: Sequence[BaseMessage]) -> str:
+        raise RuntimeError("the LLM is down")
+
+    summary = run_evaluation(
+        [example()],
+        ["searchain"],
+        llm=RuleChatModel(respond=broken),
+        retriever=retriever(),
+        reader=ScriptedReader(CONFIDENT),
+        out_path=out,
+    )
+    assert summary.errors == 1 and "the LLM is down" in read_records(out)[0]["error"]
+    # The rerun retries the errored pair, and the report keeps the good record.
+    summary = run_evaluation(
+        [example()],
+        ["searchain"],
+        llm=chain_llm(),
+        retriever=retriever(),
+        reader=ScriptedReader(CONFIDENT),
+        out_path=out,
+        concurrency=2,
+    )
+    assert summary.ran == 1 and summary.errors == 0 and len(summary.records) == 1
+    assert summary.records[0]["error"] is None
+
+
+def test_torn_last_line_is_ignored_and_bad_lines_named(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    out.write_text(json.dumps({"qid": "a", "method": "cot"}) + "\n" + '{"qid": "b", "meth')
+    assert [r["qid"] for r in read_records(out)] == ["a"]
+    out.write_text('{"qid": \n' + json.dumps({"qid": "a", "method": "cot"}) + "\n")
+    with pytest.raises(ValueError, match=r"r.jsonl:1: not a results record"):
+        read_records(out)
+
+
+def test_report_tables_three_and_four(tmp_path: Path) -> None:
+    def record(qid: str, method: str, correct: bool, sources: list[str] | None = None, hops: int = 2) -> dict[str, Any]:
+        rec: dict[str, Any] = {
+            "qid": qid,
+            "dataset": "musique",
+            "method": method,
+            "hops": hops,
+            "steps": 3 if method == "cot" else 5,
+            "metrics": {"cover_em": float(correct), "em": float(correct), "f1": float(correct)},
+            "usage": {"words_in": 100, "words_out": 20, "llm_calls": 2},
+            "rounds": 1,
+            "seconds": 1.0,
+            "error": None,
+        }
+        if sources is not None:
+            rec["sources"], rec["cited"] = sources, 2
+        return rec
+
+    records = [
+        record("1", "searchain", True, ["llm", "corrected"]),
+        record("1", "searchain_no_ir", False),
+        record("2", "searchain", False, ["llm", "llm"], hops=3),
+        record("2", "searchain_no_ir", True, hops=3),
+        record("3", "searchain", True, ["completed", "llm"]),
+        record("3", "searchain_no_ir", True),
+        record("1", "cot", False),
+    ]
+    report = render_report(records)
+    # S = 3 questions, no-IR correct on 2; S_IR = {1, 3}: no-IR 50%, with IR 100%; S_t = {2, 3}: IR misleads on 1.
+    assert "| musique | 66.7 *13.61* | 50.0 *10.2* | 100.0 *18.49* | 2 | 50.0 *6.5* | 2 |" in report
+    assert "| cot | 3.00 *2.25* | – *2.23* |" in report
+    assert "| musique | 6 | 66.7 *78.83* | 16.7 *14.6* | 16.7 *6.57* |" in report
+    paths = write_report(records, tmp_path / "rep")
+    assert paths[0].read_text().startswith("# SearChain evaluation")
+    assert {p.name for p in paths[1:]} <= {"accuracy.png", "accuracy_vs_words.png"}
+
+
+def _musique_like() -> list[Example]:
+    base = example()
+    steps = [
+        ("Who is the performer of Spirit If...?", "Kevin Drew"),
+        ("Where was Kevin Drew born?", "Toronto"),
+        ("Where do greyhound buses leave from in Toronto?", "Toronto Coach Terminal"),
+    ]
+    out = []
+    for n in range(4):
+        ex = dict(base)
+        ex["qid"] = f"m{n}"
+        ex["decomposition"] = [{"question": q, "answer": a} for q, a in steps]
+        out.append(ex)  # type: ignore[arg-type]
+    return out  # type: ignore[return-value]
+
+
+def test_oracle_chain_sweep() -> None:
+    nodes = build_oracle_nodes(_musique_like(), wrong_fraction=0.4, unsolved_fraction=0.3, seed=1)
+    assert len(nodes) == 12 and {n["condition"] for n in nodes} == {"correct", "wrong", "unsolved"}
+    assert all(not matches(n["answer"], n["gold"]) for n in nodes if n["condition"] == "wrong")
+    read_oracle_nodes(nodes, retriever(), ScriptedReader(CONFIDENT))
+    assert all(n["hit"] for n in nodes)
+    rows = sweep(nodes, [0.0, 3.5, 5.0])
+    low, mid, high = rows
+    # The scripted reader is right with f = 3 or 4: below θ every wrong node is repaired, above none.
+    assert low["wrong_repaired"] == 1.0 and low["correct_broken"] == 0.0
+    assert high["wrong_repaired"] == 0.0 and high["wrong_missed"] == 1.0
+    assert 0.0 < mid["wrong_repaired"] < 1.0
+    assert low["unsolved_completed"] == high["unsolved_completed"] == 1.0
+    table = render_sweep(rows, nodes, reader_name="scripted")
+    assert "| 0 | 100.0% |" in table and "Top-1 passage holds the gold sub-answer for 100.0%" in table
+    with pytest.raises(ValueError, match="no example has a gold decomposition"):
+        build_oracle_nodes([example()])
+    with pytest.raises(ValueError, match="sum to at most 1"):
+        build_oracle_nodes(_musique_like(), wrong_fraction=0.8, unsolved_fraction=0.5)
