@@ -15,7 +15,16 @@ from searchain_graph.datasets import Example
 from searchain_graph.evaluation import METHODS, parse_methods, read_records, run_evaluation
 from searchain_graph.oracle import build_oracle_nodes, matches, read_oracle_nodes, render_sweep, sweep
 from searchain_graph.report import render_report, write_report
-from tests.fakes import CHAIN_FIXED, CHAIN_WRONG, QUESTION, RuleChatModel, ScriptedReader, retriever, tracing_reply
+from tests.fakes import (
+    CHAIN_FIXED,
+    CHAIN_WRONG,
+    PASSAGES,
+    QUESTION,
+    RuleChatModel,
+    ScriptedReader,
+    retriever,
+    tracing_reply,
+)
 
 CONFIDENT = {
     "performer": ReaderOutput("Kevin Drew", 4.0),
@@ -205,3 +214,39 @@ def test_oracle_chain_sweep() -> None:
         build_oracle_nodes([example()])
     with pytest.raises(ValueError, match="sum to at most 1"):
         build_oracle_nodes(_musique_like(), wrong_fraction=0.8, unsolved_fraction=0.5)
+
+
+def test_cli_eval_writes_records_and_a_report(
+    tmp_path: Path, tiny_llm_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from searchain_graph.cli import main
+
+    data = tmp_path / "hotpot.jsonl"
+    rows = [
+        {
+            "question_id": f"h{n}",
+            "question_text": QUESTION,
+            "answers_objects": [{"spans": ["Toronto Coach Terminal"]}],
+            "contexts": [
+                {"title": d.metadata["title"], "paragraph_text": d.page_content, "is_supporting": n == 0}
+                for d in PASSAGES
+            ],
+        }
+        for n in range(3)
+    ]
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "results.jsonl"
+    args = ["eval", "--dataset", "hotpotqa", "--data", str(data), "--methods", "searchain,cot,ircot"]
+    args += ["--limit", "2", "--model", str(tiny_llm_dir), "--max-new-tokens", "8", "--out", str(out), "--quiet"]
+    assert main(args) == 0
+    records = read_records(out)
+    assert len(records) == 6 and {r["method"] for r in records} == {"searchain", "cot", "ircot"}
+    assert all(r["error"] is None and "cover_em" in r["metrics"] for r in records)
+    assert "6 run(s), 0 already" in capsys.readouterr().out
+    assert (tmp_path / "results-report" / "report.md").is_file()
+    assert main(args) == 0  # resumes: nothing left to run
+    assert "0 run(s), 6 already" in capsys.readouterr().out
+    assert main(["report", str(out), "--out", str(tmp_path / "rep")]) == 0
+    assert (tmp_path / "rep" / "report.md").read_text().startswith("# SearChain evaluation")
+    assert main(["eval", "--dataset", "hotpotqa", "--data", str(data), "--methods", "nope", "--quiet"]) == 2
+    assert "unknown method(s) nope" in capsys.readouterr().err
