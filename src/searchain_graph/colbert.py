@@ -29,6 +29,7 @@ itself can be moved. If the checkpoint moves, pass ``checkpoint=`` to
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -36,7 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr, field_validator, model_validator
@@ -391,3 +392,10 @@ class ColBERTRetriever(BaseRetriever):
                 Document(page_content=doc.page_content, metadata={**doc.metadata, "score": float(hit["score"])})
             )
         return results
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        # ColBERT encodes the query with a model: keep the event loop free. (The inherited
+        # version would also reject ``ainvoke(q, k=n)``.)
+        return await asyncio.to_thread(self._get_relevant_documents, query, run_manager=run_manager.get_sync(), k=k)

@@ -133,6 +133,13 @@ def test_k_handling(built: ColBERTRetriever) -> None:
     assert len(ColBERTRetriever(index_dir=built.index_dir).invoke(query)) == 1  # default k=1
 
 
+async def test_ainvoke_takes_k(built: ColBERTRetriever) -> None:
+    query = "Broken Social Scene Toronto"
+    assert [d.metadata["id"] for d in await built.ainvoke(query, k=2)] == [
+        d.metadata["id"] for d in built.invoke(query, k=2)
+    ]
+
+
 def test_reload_from_disk_without_reencoding(
     built: ColBERTRetriever, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -266,3 +266,10 @@ def test_radix_argsort_is_a_stable_sort() -> None:
     for high in (50, 70_000, 2**31 - 1):
         values = rng.integers(0, high, 5000).astype(np.int32)
         assert np.array_equal(_stable_argsort_u32(values), np.argsort(values, kind="stable"))
+
+
+async def test_ainvoke_takes_k(tmp_path: Path) -> None:
+    retriever = BM25Retriever.from_files(DEMO, k=3)
+    docs = await retriever.ainvoke("Kevin Drew born", k=1)
+    assert len(docs) == 1 and docs[0].metadata["title"] == "Kevin Drew"
+    assert len(await retriever.ainvoke("Kevin Drew born")) == 3
