@@ -10,6 +10,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import pytest
 
+from tests.tiny_models import TINY_SIZES
+
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -47,10 +49,7 @@ def tiny_llm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     fast.save_pretrained(path)
     config = LlamaConfig(
         vocab_size=len(fast),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
+        **TINY_SIZES,
         num_key_value_heads=2,
         max_position_embeddings=4096,
         eos_token_id=fast.eos_token_id,

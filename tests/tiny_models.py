@@ -12,6 +12,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
+
+TINY_SIZES: dict[str, Any] = {
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+}
+"""The transformer sizes every tiny test model uses (2 layers, hidden 32)."""
 
 
 def build_tiny_dpr(path: Path, vocab: Sequence[str]) -> Path:
@@ -25,10 +34,7 @@ def build_tiny_dpr(path: Path, vocab: Sequence[str]) -> Path:
     DPRReaderTokenizerFast(vocab=str(path / "vocab.txt")).save_pretrained(path)
     config = DPRConfig(
         vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
+        **TINY_SIZES,
         max_position_embeddings=512,
     )
     torch.manual_seed(0)
@@ -66,10 +72,7 @@ def build_tiny_colbert(path: Path, texts: Iterable[str], *, dim: int = 32) -> Pa
     tokenizer.save_pretrained(path)
     config = BertConfig(
         vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
+        **TINY_SIZES,
         max_position_embeddings=512,
         pad_token_id=0,
     )

@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage
 from searchain_graph import ModelNotFoundError, ReaderOutput, create_searchain_graph
 from searchain_graph.extractive import DPRReader, ExtractiveQAReader, best_span, plan_batches, split_passage
 from tests.fakes import CHAIN_FIXED, CHAIN_WRONG, QUESTION, RuleChatModel, retriever, tracing_reply
-from tests.tiny_models import build_tiny_dpr
+from tests.tiny_models import TINY_SIZES, build_tiny_dpr
 
 WORDS = (
     "kevin drew was born in toronto ontario canada musician album debut solo released spirit if the "
@@ -62,10 +62,7 @@ def tiny_qa_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     BertTokenizerFast(vocab=str(write_vocab(path))).save_pretrained(path)
     config = BertConfig(
         vocab_size=len(VOCAB),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
+        **TINY_SIZES,
         max_position_embeddings=512,
     )
     torch.manual_seed(1)
@@ -97,10 +94,7 @@ def tiny_roberta_qa_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tokenizer.save_pretrained(path)
     config = RobertaConfig(
         vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
+        **TINY_SIZES,
         max_position_embeddings=520,
         pad_token_id=tokenizer.pad_token_id,
     )
