@@ -204,6 +204,16 @@ def _sentences(line: str) -> list[str]:
     return [s for s in out if s]
 
 
+def reasoning_steps(text: str) -> int:
+    """Chain-of-thought steps in ``text``: its sentences, less the one that states the answer.
+
+    This is how Table 4 counts CoT's steps (the paper's "number of reasoning steps").
+    """
+    lines = (" ".join(_LABEL.sub("", ln).split()) for ln in (text or "").splitlines())
+    sentences = [s for ln in lines for s in _sentences(ln)]
+    return sum(1 for s in sentences if "answer is" not in s.lower())
+
+
 def first_sentence(reply: str, previous: Sequence[str] = ()) -> str:
     """IRCoT's next chain-of-thought sentence: the first new sentence of the reply's first line.
 

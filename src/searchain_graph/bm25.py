@@ -28,6 +28,7 @@ import json
 import multiprocessing
 import os
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -64,18 +65,27 @@ def split_words(text: str) -> list[bytes]:
     return text.encode("utf-8").translate(_BLANK_ASCII).split()
 
 
+_STEMMER_LOCK = threading.Lock()
+
+
 class _Stemmer:
-    """Snowball English stemming with stopwords removed, cached per word."""
+    """Snowball English stemming with stopwords removed, cached per word.
+
+    PyStemmer's stemmer objects are not thread-safe, so calls are serialised: one index
+    can serve concurrent queries (the evaluation harness's threads, a server's requests).
+    """
 
     def __init__(self) -> None:
         import Stemmer
 
         self._stemmer = Stemmer.Stemmer("english")
+        self._lock = threading.Lock()
 
     def stems(self, words: Sequence[bytes]) -> list[str | None]:
         """The stem of each word, ``None`` for stopwords."""
         decoded = [w.decode("utf-8", "replace") for w in words]
-        stemmed = self._stemmer.stemWords(decoded)
+        with self._lock:
+            stemmed = self._stemmer.stemWords(decoded)
         return [None if word in STOPWORDS else stem for word, stem in zip(decoded, stemmed, strict=True)]
 
 
@@ -266,7 +276,9 @@ class BM25Index:
     def query_terms(self, query: str) -> list[int]:
         """The distinct stem ids of ``query`` that occur in the index."""
         if self._stemmer is None:
-            self._stemmer = _Stemmer()
+            with _STEMMER_LOCK:
+                if self._stemmer is None:
+                    self._stemmer = _Stemmer()
         words = list(dict.fromkeys(split_words(query)))
         ids = (self.vocab.get(stem) for stem in self._stemmer.stems(words) if stem is not None)
         return list(dict.fromkeys(i for i in ids if i is not None))

@@ -75,7 +75,15 @@ def _build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--model", default=None, help="the LLM, as for `searchain ask`")
     ev.add_argument("--reader", default="llm", metavar="KIND[:MODEL]", help="as for `searchain ask`")
     ev.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per call, local models")
-    ev.add_argument("--concurrency", type=int, default=None, help="pairs at once (default: 4 remote, 1 local)")
+    ev.add_argument(
+        "--batch-size",
+        type=int,
+        default=1,
+        help="local models: decode this many calls together (continuous batching; default 1, sequential)",
+    )
+    ev.add_argument(
+        "--concurrency", type=int, default=None, help="pairs at once (default: 4 remote; --batch-size local)"
+    )
     ev.add_argument("--out", default=None, metavar="FILE", help="results JSONL (default results/DATASET.jsonl)")
     ev.add_argument("--report", default=None, metavar="DIR", help="report directory (default: beside --out)")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -144,9 +152,13 @@ def _eval(args: argparse.Namespace) -> int:
         examples = examples[: args.limit]
     llm = load_chat_model(args.model, max_new_tokens=args.max_new_tokens)
     local = isinstance(llm, TransformersChatModel)
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
     if isinstance(llm, TransformersChatModel):
+        llm.max_batch_size = args.batch_size
+        llm.response_cache = 4096  # SearChain and its ablations send the same first prompt
         llm.load()
-    concurrency = args.concurrency or (1 if local else 4)
+    concurrency = args.concurrency or (args.batch_size if local else 4)
     out = Path(args.out or Path("results") / f"{examples[0]['dataset'] if examples else args.dataset}.jsonl")
     model_name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
     correct: dict[str, list[float]] = {}
@@ -168,7 +180,12 @@ def _eval(args: argparse.Namespace) -> int:
             out_path=out,
             concurrency=concurrency,
             progress=progress,
-            extra={"model": str(model_name), "reader": args.reader, "retriever": type(retriever).__name__},
+            extra={
+                "model": str(model_name),
+                "reader": args.reader,
+                "retriever": type(retriever).__name__,
+                "concurrency": concurrency,
+            },
         )
         bar.update(summary.skipped)
     written = write_report(summary.records, args.report or out.parent / f"{out.stem}-report")

@@ -35,6 +35,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
+from searchain_graph.baselines import reasoning_steps
 from searchain_graph.datasets import Example
 from searchain_graph.metrics import score
 from searchain_graph.parsing import citations, parse_chain
@@ -98,11 +99,19 @@ def parse_methods(spec: str | Sequence[str]) -> list[str]:
 
 
 def _steps(method: str, out: dict[str, Any]) -> int:
-    """Reasoning steps: nodes of the chain (SearChain), follow-ups or CoT sentences (baselines)."""
+    """Reasoning steps (Table 4).
+
+    Nodes of the chain (SearChain), follow-ups (Self-Ask), CoT sentences (IRCoT's steps; CoT's
+    sentences before "answer is"), and none for the direct answers.
+    """
     if method.startswith("searchain") and method != "searchain_no_ir":
         return len(out.get("references") or [])
     if method == "searchain_no_ir":
         return len(parse_chain(out.get("final_content") or "").nodes)
+    if method == "cot":
+        return reasoning_steps(str(out.get("final_content") or ""))
+    if method in ("direct", "direct_retrieval"):
+        return 0
     return int(out.get("rounds") or 0)
 
 
@@ -158,6 +167,25 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
+def _drop_torn_tail(path: Path) -> None:
+    """Cut an interrupted last write off ``path``.
+
+    The records appended next then start on a line of their own; that pair is run again.
+    """
+    if not path.is_file():
+        return
+    with path.open("rb+") as handle:
+        size = handle.seek(0, 2)
+        if size == 0:
+            return
+        handle.seek(max(0, size - 1))
+        if handle.read(1) == b"\n":
+            return
+        handle.seek(0)
+        data = handle.read()
+        handle.truncate(data.rfind(b"\n") + 1)
+
+
 @dataclass
 class RunSummary:
     """What :func:`run_evaluation` did.
@@ -207,6 +235,7 @@ def run_evaluation(
     methods = parse_methods(methods)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
+    _drop_torn_tail(out_path)
     existing = {(r["qid"], r["method"]): r for r in read_records(out_path) if not r.get("error")}
     graphs: dict[tuple[str, str], Any] = {}
     lock = threading.Lock()

@@ -142,6 +142,22 @@ def test_torn_last_line_is_ignored_and_bad_lines_named(tmp_path: Path) -> None:
         read_records(out)
 
 
+def test_a_rerun_after_a_torn_write_appends_cleanly(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    kwargs: dict[str, Any] = {
+        "llm": chain_llm(),
+        "retriever": retriever(),
+        "reader": ScriptedReader(CONFIDENT),
+        "out_path": out,
+    }
+    run_evaluation([example()], ["searchain"], **kwargs)
+    with out.open("a", encoding="utf-8") as handle:
+        handle.write('{"qid": "q1", "method": "sear')  # killed mid-write
+    summary = run_evaluation([example()], ["searchain", "searchain_no_ir"], **kwargs)
+    assert (summary.ran, summary.skipped) == (1, 1)
+    assert [r["method"] for r in read_records(out)] == ["searchain", "searchain_no_ir"]
+
+
 def test_report_tables_three_and_four(tmp_path: Path) -> None:
     def record(qid: str, method: str, correct: bool, sources: list[str] | None = None, hops: int = 2) -> dict[str, Any]:
         rec: dict[str, Any] = {
