@@ -193,6 +193,12 @@ def _eval(args: argparse.Namespace) -> int:
         f"{summary.ran} run(s), {summary.skipped} already in {out}, {summary.errors} error(s); "
         f"report: {', '.join(str(p) for p in written)}"
     )
+    engine = getattr(llm, "_engine", None)
+    if engine is not None and engine.steps:
+        print(
+            f"batch engine: {engine.rows / engine.steps:.2f} rows per decoding step, "
+            f"{100 * engine.reused_tokens / max(1, engine.prompt_tokens):.0f}% of prompt tokens from the prefix cache"
+        )
     return 0
 
 

@@ -22,6 +22,7 @@ from searchain_graph.baselines import (
     create_ircot_graph,
     create_searchain_no_ir_graph,
     create_self_ask_graph,
+    reasoning_steps,
     final_answer,
     first_sentence,
 )
@@ -305,6 +306,14 @@ def test_ircot_step_limit_with_bm25() -> None:
     out = create_ircot_graph(model, retriever(), max_steps=6).invoke({"question": QUESTION})
     assert out["usage"]["llm_calls"] == 3  # two reasoning steps and the reader
     assert any("no new sentence" in w for w in out["warnings"])
+
+
+def test_reasoning_steps_count_cot_sentences_before_the_answer() -> None:
+    cot = "A: Spirit If... is by Kevin Drew. Kevin Drew was born in Toronto.\nSo the answer is: Toronto."
+    assert reasoning_steps(cot) == 2
+    assert reasoning_steps("So the answer is: yes.") == 0
+    assert reasoning_steps("J. R. R. Tolkien wrote it. He was born in 1892.") == 2
+    assert reasoning_steps("") == 0
 
 
 def test_first_sentence_and_final_answer() -> None:
