@@ -185,7 +185,12 @@ class BatchEngine:
             try:
                 with torch.inference_mode():
                     for request in waiting:
-                        joined = self._prefill(request, layer_cls)
+                        try:
+                            joined = self._prefill(request, layer_cls)
+                        except Exception as exc:  # this prompt alone fails; the batch goes on
+                            request.error = exc
+                            request.done.set()
+                            continue
                         if joined is None:
                             continue
                         kv, token = joined
@@ -197,7 +202,7 @@ class BatchEngine:
                         keep, mask = self._step(rows, cache, mask, positions, last)
                         if len(keep) < len(rows):
                             cache, mask, rows, positions, last = self._drop(cache, mask, rows, positions, last, keep)
-            except BaseException as exc:  # fail every request in flight, keep serving
+            except BaseException as exc:  # a failed step fails every row in flight; keep serving
                 logger.exception("batched generation failed")
                 for request in rows + waiting:
                     if not request.done.is_set():

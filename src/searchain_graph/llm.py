@@ -345,7 +345,7 @@ def _trim_logprobs(tokens: list[dict[str, Any]], chars: int) -> list[dict[str, A
     return kept
 
 
-def load_chat_model(spec: str | None = None, *, max_new_tokens: int = 256) -> BaseChatModel:
+def load_chat_model(spec: str | None = None, *, max_new_tokens: int = 256, max_batch_size: int = 1) -> BaseChatModel:
     """Build the chat model named by ``spec`` (see the module docstring for the choices).
 
     Args:
@@ -353,6 +353,8 @@ def load_chat_model(spec: str | None = None, *, max_new_tokens: int = 256) -> Ba
             ``"provider:model"`` known to ``init_chat_model``, ``"hf:<org/name>"``, or a local
             path (a model directory or a ``.gguf`` file).
         max_new_tokens: Generation budget per call for local models.
+        max_batch_size: Local models: calls decoded together when made concurrently (a
+            server's requests); see :class:`TransformersChatModel`.
 
     Raises:
         ModelNotFoundError: a local path or the SmolLM2 package is missing.
@@ -362,21 +364,22 @@ def load_chat_model(spec: str | None = None, *, max_new_tokens: int = 256) -> Ba
             spec = "openai:" + os.environ.get("SEARCHAIN_OPENAI_MODEL", DEFAULT_OPENAI_MODEL)
         else:
             spec = "smollm2"
+    local: dict[str, Any] = {"max_new_tokens": max_new_tokens, "max_batch_size": max_batch_size}
     if spec == "smollm2":
-        return TransformersChatModel.from_smollm2(max_new_tokens=max_new_tokens)
+        return TransformersChatModel.from_smollm2(**local)
     if spec.startswith("hf:"):
-        return TransformersChatModel(model_path=spec[3:], max_new_tokens=max_new_tokens, model_name=spec[3:])
+        return TransformersChatModel(model_path=spec[3:], **local, model_name=spec[3:])
     path = Path(spec).expanduser()
     if path.suffix == ".gguf" or path.exists() or spec.startswith((".", "/", "~")):
         if path.suffix == ".gguf":
             if not path.is_file():
                 raise ModelNotFoundError(f"GGUF file not found: {path}")
             return TransformersChatModel(
-                model_path=str(path.parent), gguf_file=path.name, max_new_tokens=max_new_tokens, model_name=path.stem
+                model_path=str(path.parent), gguf_file=path.name, **local, model_name=path.stem
             )
         if not path.is_dir():
             raise ModelNotFoundError(f"model directory not found: {path}")
-        return TransformersChatModel(model_path=str(path), max_new_tokens=max_new_tokens, model_name=path.name)
+        return TransformersChatModel(model_path=str(path), **local, model_name=path.name)
     if spec.startswith("openai:"):
         from langchain_openai import ChatOpenAI
 

@@ -22,9 +22,9 @@ from searchain_graph.baselines import (
     create_ircot_graph,
     create_searchain_no_ir_graph,
     create_self_ask_graph,
-    reasoning_steps,
     final_answer,
     first_sentence,
+    reasoning_steps,
 )
 from tests.fakes import CHAIN_FIXED, PASSAGES, QUESTION, RuleChatModel, RunCollector, ScriptedReader, retriever
 

@@ -75,13 +75,23 @@ def test_each_row_keeps_its_own_limits(tiny_llm_dir: Path) -> None:
     assert replies[5].usage_metadata is not None and replies[5].usage_metadata["output_tokens"] == 1
 
 
-def test_a_failure_reaches_its_caller_and_the_engine_keeps_serving(tiny_llm_dir: Path) -> None:
+def test_a_bad_prompt_fails_alone_and_the_engine_keeps_serving(tiny_llm_dir: Path) -> None:
     llm = TransformersChatModel(model_path=str(tiny_llm_dir), max_new_tokens=8, max_batch_size=4).load()
     engine = BatchEngine(llm._model, llm._tokenizer, max_batch_size=4)
     with pytest.raises(IndexError):
         engine.submit(GenerationRequest(input_ids=[10**6], max_new_tokens=4))  # id outside the vocabulary
-    done = engine.submit(GenerationRequest(input_ids=[5, 6, 7], max_new_tokens=4))
-    assert done.error is None and 1 <= len(done.new_ids) <= 4
+
+    def submit(ids: list[int]) -> GenerationRequest | BaseException:
+        try:
+            return engine.submit(GenerationRequest(input_ids=ids, max_new_tokens=20))
+        except IndexError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=3) as pool:  # a bad prompt beside good ones in one batch
+        results = list(pool.map(submit, [[5, 6, 7], [10**6, 5], [8, 9, 10, 11]]))
+    assert isinstance(results[1], IndexError)
+    for good in (results[0], results[2]):
+        assert isinstance(good, GenerationRequest) and good.error is None and good.new_ids
 
 
 def test_bad_settings_are_refused(tiny_llm_dir: Path) -> None:
