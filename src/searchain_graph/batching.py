@@ -128,6 +128,10 @@ class BatchEngine:
             raise ValueError(f"max_batch_size must be at least 1, got {max_batch_size}")
         if prefix_cache_bytes < 0:
             raise ValueError(f"prefix_cache_bytes must be at least 0, got {prefix_cache_bytes}")
+        try:
+            from transformers.cache_utils import Cache, DynamicLayer  # noqa: F401
+        except ImportError as exc:  # transformers 4.x keeps no per-layer cache objects
+            raise RuntimeError("max_batch_size > 1 needs transformers >= 5; use max_batch_size=1") from exc
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_size = max_batch_size

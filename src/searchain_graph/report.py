@@ -201,6 +201,14 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
             f"{mean('retrieval_calls'):.2f} | {mean('reader_calls'):.2f} | "
             f"{statistics.fmean(r.get('seconds', 0.0) for r in rs):.1f}{f' *{cost[3]}*' if cost else ''} |"
         )
+    concurrency = sorted({int(r.get("concurrency") or 1) for r in records})
+    if concurrency != [1]:
+        lines += [
+            "",
+            f"Seconds are wall time per pair with {', '.join(map(str, concurrency))} pair(s) running at once "
+            "(a local model batches their calls): they include waiting for the other pairs. Compare methods by "
+            "words and tokens; compare seconds only between runs made the same way.",
+        ]
     if searchain:
         skc = [r.get("cited", 0) for r in searchain]
         lines += [

@@ -190,6 +190,8 @@ def test_report_tables_three_and_four(tmp_path: Path) -> None:
     assert "| musique | 66.7 *13.61* | 50.0 *10.2* | 100.0 *18.49* | 2 | 50.0 *6.5* | 2 |" in report
     assert "| cot | 3.00 *2.25* | – *2.23* |" in report
     assert "| musique | 6 | 66.7 *78.83* | 16.7 *14.6* | 16.7 *6.57* |" in report
+    assert "running at once" not in report
+    assert "with 8 pair(s) running at once" in render_report([{**r, "concurrency": 8} for r in records])
     paths = write_report(records, tmp_path / "rep")
     assert paths[0].read_text().startswith("# SearChain evaluation")
     assert {p.name for p in paths[1:]} <= {"accuracy.png", "accuracy_vs_words.png"}
