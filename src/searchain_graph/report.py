@@ -11,7 +11,9 @@ tables follow the paper (Xu et al., WWW 2024):
 * **Table 3a**: on the questions where IR intervened (S_IR), accuracy without IR (the
   ``searchain_no_ir`` records) and with it, beside accuracy without IR on all questions (S);
 * **Table 3b**: of the questions SearChain without IR answers correctly (S_t), the share
-  SearChain with IR gets wrong: how often IR misleads the LLM;
+  SearChain with IR gets wrong: how often IR misleads the LLM, as the paper counts it. The
+  last column says on how many of those IR corrected or completed a node of the final path;
+  the rest went wrong for other reasons (another generation round, the tracing prompt);
 * **Table 4**: reasoning steps per question by number of hops (methods without IR);
 * **Table 5**: cost per question: LLM words in and out, rounds, time;
 * **SKC**: knowledge items cited per SearChain answer.
@@ -69,6 +71,11 @@ PAPER_SKC = 2.882
 
 def _correct(record: dict[str, Any]) -> bool:
     return bool(record.get("metrics", {}).get("cover_em", 0.0) >= 1.0)
+
+
+def _intervened(record: dict[str, Any]) -> bool:
+    """IR corrected or completed a node on this SearChain answer's final path."""
+    return any(source in ("corrected", "completed") for source in record.get("sources", []))
 
 
 def _pct(values: Iterable[float]) -> str:
@@ -145,8 +152,11 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
     no_ir = {(r["dataset"], r["qid"]): r for r in records if r["method"] == "searchain_no_ir"}
     if searchain and no_ir:
         lines += ["", "## Table 3: positive and negative effects of IR (cover-EM %; paper in italics)", ""]
-        lines += ["| dataset | w/o IR on S | w/o IR on S_IR | with IR on S_IR | S_IR | IR misleads (% of S_t) | S_t |"]
-        lines += ["|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            "| dataset | w/o IR on S | w/o IR on S_IR | with IR on S_IR | S_IR | IR misleads (% of S_t) | S_t "
+            "| of those, IR intervened |"
+        ]
+        lines += ["|---|---:|---:|---:|---:|---:|---:|---:|"]
         for dataset in datasets:
             pairs = [
                 (r, no_ir[(dataset, r["qid"])])
@@ -155,8 +165,9 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
             ]
             if not pairs:
                 continue
-            s_ir = [(r, n) for r, n in pairs if any(s in ("corrected", "completed") for s in r.get("sources", []))]
+            s_ir = [(r, n) for r, n in pairs if _intervened(r)]
             s_t = [(r, n) for r, n in pairs if _correct(n)]
+            misled = [r for r, _ in s_t if not _correct(r)]
             paper_a = PAPER_TABLE3A.get(dataset, (None, None, None))
             paper_b = PAPER_TABLE3B.get(dataset)
 
@@ -167,7 +178,8 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
                 f"| {dataset} | {with_paper(_pct(float(_correct(n)) for _, n in pairs), paper_a[0])} | "
                 f"{with_paper(_pct(float(_correct(n)) for _, n in s_ir), paper_a[1])} | "
                 f"{with_paper(_pct(float(_correct(r)) for r, _ in s_ir), paper_a[2])} | {len(s_ir)} | "
-                f"{with_paper(_pct(float(not _correct(r)) for r, _ in s_t), paper_b)} | {len(s_t)} |"
+                f"{with_paper(_pct(float(not _correct(r)) for r, _ in s_t), paper_b)} | {len(s_t)} | "
+                f"{sum(1 for r in misled if _intervened(r))} of {len(misled)} |"
             )
 
     hops = sorted({int(r["hops"]) for r in records if r.get("hops")})

@@ -186,8 +186,9 @@ def test_report_tables_three_and_four(tmp_path: Path) -> None:
         record("1", "cot", False),
     ]
     report = render_report(records)
-    # S = 3 questions, no-IR correct on 2; S_IR = {1, 3}: no-IR 50%, with IR 100%; S_t = {2, 3}: IR misleads on 1.
-    assert "| musique | 66.7 *13.61* | 50.0 *10.2* | 100.0 *18.49* | 2 | 50.0 *6.5* | 2 |" in report
+    # S = 3 questions, no-IR correct on 2; S_IR = {1, 3}: no-IR 50%, with IR 100%; S_t = {2, 3}: SearChain
+    # gets 2 wrong, though IR touched none of its nodes (0 of 1).
+    assert "| musique | 66.7 *13.61* | 50.0 *10.2* | 100.0 *18.49* | 2 | 50.0 *6.5* | 2 | 0 of 1 |" in report
     assert "| cot | 3.00 *2.25* | – *2.23* |" in report
     assert "| musique | 6 | 66.7 *78.83* | 16.7 *14.6* | 16.7 *6.57* |" in report
     assert "running at once" not in report
