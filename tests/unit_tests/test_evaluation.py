@@ -265,6 +265,13 @@ def test_cli_eval_writes_records_and_a_report(
     assert (tmp_path / "results-report" / "report.md").is_file()
     assert main(args) == 0  # resumes: nothing left to run
     assert "0 run(s), 6 already" in capsys.readouterr().out
+    batched = [a if a != "2" else "3" for a in args] + ["--batch-size", "3"]  # the third question, batched
+    assert main(batched) == 0
+    printed = capsys.readouterr().out
+    assert "3 run(s), 6 already" in printed and "rows per decoding step" in printed
+    records = read_records(out)
+    assert [r.get("concurrency") for r in records] == [1] * 6 + [3] * 3
+    assert all(r["error"] is None for r in records)
     assert main(["report", str(out), "--out", str(tmp_path / "rep")]) == 0
     assert (tmp_path / "rep" / "report.md").read_text().startswith("# SearChain evaluation")
     assert main(["eval", "--dataset", "hotpotqa", "--data", str(data), "--methods", "nope", "--quiet"]) == 2
