@@ -150,12 +150,11 @@ def _eval(args: argparse.Namespace) -> int:
         retriever = BM25Retriever.from_documents(paragraphs, k=1)
     if args.limit is not None:
         examples = examples[: args.limit]
-    llm = load_chat_model(args.model, max_new_tokens=args.max_new_tokens)
-    local = isinstance(llm, TransformersChatModel)
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
+    llm = load_chat_model(args.model, max_new_tokens=args.max_new_tokens, max_batch_size=args.batch_size)
+    local = isinstance(llm, TransformersChatModel)
     if isinstance(llm, TransformersChatModel):
-        llm.max_batch_size = args.batch_size
         llm.response_cache = 4096  # SearChain and its ablations send the same first prompt
         llm.load()
     concurrency = args.concurrency or (args.batch_size if local else 4)
