@@ -24,12 +24,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from searchain_graph.batching import BatchEngine
-from searchain_graph.datasets import corpus_paragraphs, load_dataset
-from searchain_graph.evaluation import parse_methods, run_evaluation
-from searchain_graph.llm import TransformersChatModel
-from searchain_graph.reader import LLMReader
-from searchain_graph.retrieval import BM25Retriever
+from searchain_graph.evaluation.datasets import corpus_paragraphs, load_dataset
+from searchain_graph.evaluation.harness import parse_methods, run_evaluation
+from searchain_graph.ir.bm25_retriever import BM25Retriever
+from searchain_graph.ir.readers.llm import LLMReader
+from searchain_graph.llms.batching import BatchEngine
+from searchain_graph.llms.chat_model import TransformersChatModel
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/data/hotpotqa/ircot_dev_subsampled.first200.jsonl"
 

@@ -22,7 +22,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
 from searchain_graph import BM25Retriever, LLMReader, TransformersChatModel, create_searchain_graph, load_chat_model
-from searchain_graph.parsing import normalize_answer
+from searchain_graph.method.parsing import normalize_answer
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = {"words_in": 390, "words_out": 189, "rounds": 2.21, "seconds": 8.52}

@@ -4,7 +4,7 @@ Chains come from gold decompositions (MuSiQue; Bamboogle with ``--index``/``--co
 ships no paragraphs), with ``--wrong`` of the sub-answers replaced by wrong ones and
 ``--unsolved`` marked unsolved. Each node is retrieved (BM25 over the dataset's paragraphs,
 or ``--index``) and read once per reader; the outcome at every θ follows from *f*. See
-:mod:`searchain_graph.oracle`.
+:mod:`searchain_graph.evaluation.oracle`.
 
     python benchmarks/oracle_chain.py --data ../shared/data/musique/musique_ans_dev.sample100.jsonl \\
         --reader llm --out docs/results/oracle_chain.md
@@ -16,11 +16,18 @@ import argparse
 import time
 from pathlib import Path
 
-from searchain_graph.datasets import corpus_paragraphs, load_dataset
-from searchain_graph.llm import TransformersChatModel, load_chat_model
-from searchain_graph.oracle import DEFAULT_THRESHOLDS, build_oracle_nodes, read_oracle_nodes, render_sweep, sweep
-from searchain_graph.reader import load_reader
-from searchain_graph.retrieval import BM25Retriever, load_index
+from searchain_graph.evaluation.datasets import corpus_paragraphs, load_dataset
+from searchain_graph.evaluation.oracle import (
+    DEFAULT_THRESHOLDS,
+    build_oracle_nodes,
+    read_oracle_nodes,
+    render_sweep,
+    sweep,
+)
+from searchain_graph.ir.bm25_retriever import BM25Retriever
+from searchain_graph.ir.index import load_index
+from searchain_graph.ir.readers.load import load_reader
+from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
 
 
 def main() -> None:

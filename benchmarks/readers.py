@@ -37,9 +37,9 @@ from typing import Any
 
 import torch
 
-from searchain_graph.extractive import DPRReader, ExtractiveQAReader
-from searchain_graph.reader import ReaderOutput
-from searchain_graph.retrieval import load_corpus, passage_text
+from searchain_graph.ir.corpus import load_corpus, passage_text
+from searchain_graph.ir.readers.base import ReaderOutput
+from searchain_graph.ir.readers.extractive import DPRReader, ExtractiveQAReader
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data"

@@ -28,9 +28,9 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
-from searchain_graph.bm25 import BM25Index
-from searchain_graph.corpus import load_corpus, passage_text
-from searchain_graph.retrieval import build_index, load_index
+from searchain_graph.ir.bm25 import BM25Index
+from searchain_graph.ir.corpus import load_corpus, passage_text
+from searchain_graph.ir.index import build_index, load_index
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAGRAPHS = ROOT / "examples/data/hotpotqa_dev200_paragraphs.jsonl"

@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 
 from searchain_graph import DPRReader, ModelNotFoundError, create_searchain_graph, load_chat_model
-from searchain_graph.retrieval import build_index, load_index, read_manifest
+from searchain_graph.ir.index import build_index, load_index
+from searchain_graph.ir.index_dir import read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ROOT / "examples/data/hotpotqa_dev20_questions.jsonl"

@@ -54,7 +54,7 @@ def build_tiny_colbert(path: Path, texts: Iterable[str], *, dim: int = 32) -> Pa
     import torch
     from transformers import BertConfig, BertTokenizerFast
 
-    from searchain_graph import _ragatouille_compat
+    from searchain_graph.ir import _ragatouille_compat
 
     _ragatouille_compat.import_ragatouille()
     from colbert.infra import ColBERTConfig

@@ -9,22 +9,25 @@ LangGraph graph::
     print(out["final_content"])
 """
 
-from searchain_graph.colbert import ColBERTRetriever
-from searchain_graph.context import SearChainContext
-from searchain_graph.corpus import CorpusFormatError, PassageStore, iter_corpus, load_corpus
-from searchain_graph.extractive import DPRReader, ExtractiveQAReader
-from searchain_graph.graph import (
+from searchain_graph.ir.bm25_retriever import BM25Retriever
+from searchain_graph.ir.colbert import ColBERTRetriever
+from searchain_graph.ir.corpus import CorpusFormatError, PassageStore, iter_corpus, load_corpus
+from searchain_graph.ir.index import build_index, load_index
+from searchain_graph.ir.index_dir import IndexSummary
+from searchain_graph.ir.readers.base import Reader, ReaderOutput
+from searchain_graph.ir.readers.extractive import DPRReader, ExtractiveQAReader
+from searchain_graph.ir.readers.llm import LLMReader
+from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
+from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.method.context import SearChainContext
+from searchain_graph.method.graph import (
     InvalidQuestionError,
     QueryMatcher,
     create_searchain_graph,
     normalized_duplicate,
 )
-from searchain_graph.hub import ModelNotFoundError
-from searchain_graph.llm import TransformersChatModel, load_chat_model
-from searchain_graph.parsing import ParsedChain, extract_final_answer, normalize_answer, parse_chain
-from searchain_graph.reader import LLMReader, Reader, ReaderOutput
-from searchain_graph.retrieval import BM25Retriever, IndexSummary, build_index, load_index
-from searchain_graph.state import InputState, OutputState, Reference, SearChainState
+from searchain_graph.method.parsing import ParsedChain, extract_final_answer, normalize_answer, parse_chain
+from searchain_graph.method.state import InputState, OutputState, Reference, SearChainState
 
 __all__ = [
     "BM25Retriever",

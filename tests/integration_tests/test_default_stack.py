@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from searchain_graph import BM25Retriever, LLMReader, TransformersChatModel, create_searchain_graph
-from searchain_graph.parsing import citations
+from searchain_graph.method.parsing import citations
 
 pytestmark = pytest.mark.integration
 

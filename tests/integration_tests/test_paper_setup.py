@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from searchain_graph.corpus import load_corpus, passage_text
-from searchain_graph.retrieval import read_manifest
+from searchain_graph.ir.corpus import load_corpus, passage_text
+from searchain_graph.ir.index_dir import read_manifest
 from tests.tiny_models import build_tiny_colbert, build_tiny_dpr
 
 pytestmark = pytest.mark.integration

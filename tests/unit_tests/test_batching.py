@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
-from searchain_graph.batching import BatchEngine, GenerationRequest
-from searchain_graph.llm import TransformersChatModel
+from searchain_graph.llms.batching import BatchEngine, GenerationRequest
+from searchain_graph.llms.chat_model import TransformersChatModel
 
 # Prompts of very different lengths, so rows join a batch left-padded and leave it early.
 PROMPTS = [

@@ -18,10 +18,12 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from searchain_graph import _ragatouille_compat
-from searchain_graph.colbert import DEFAULT_CHECKPOINT, ColBERTRetriever
-from searchain_graph.hub import ModelNotFoundError
-from searchain_graph.retrieval import build_index, load_corpus, load_index, passage_text, read_manifest
+from searchain_graph.ir import _ragatouille_compat
+from searchain_graph.ir.colbert import DEFAULT_CHECKPOINT, ColBERTRetriever
+from searchain_graph.ir.corpus import load_corpus, passage_text
+from searchain_graph.ir.index import build_index, load_index
+from searchain_graph.ir.index_dir import read_manifest
+from searchain_graph.llms.hub import ModelNotFoundError
 from tests.tiny_models import build_tiny_colbert
 
 ROOT = Path(__file__).resolve().parents[2]

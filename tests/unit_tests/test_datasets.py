@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from searchain_graph.corpus import iter_corpus, paragraph_id
-from searchain_graph.datasets import (
+from searchain_graph.evaluation.datasets import (
     DATASETS,
     DatasetFormatError,
     Example,
@@ -20,6 +19,7 @@ from searchain_graph.datasets import (
     iter_dataset,
     load_dataset,
 )
+from searchain_graph.ir.corpus import iter_corpus, paragraph_id
 
 SHARED = Path(os.environ.get("SEARCHAIN_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 needs_shared = pytest.mark.skipif(

@@ -11,10 +11,10 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from searchain_graph import ReaderOutput
-from searchain_graph.datasets import Example
-from searchain_graph.evaluation import METHODS, parse_methods, read_records, run_evaluation
-from searchain_graph.oracle import build_oracle_nodes, matches, read_oracle_nodes, render_sweep, sweep
-from searchain_graph.report import render_report, write_report
+from searchain_graph.evaluation.datasets import Example
+from searchain_graph.evaluation.harness import METHODS, parse_methods, read_records, run_evaluation
+from searchain_graph.evaluation.oracle import build_oracle_nodes, matches, read_oracle_nodes, render_sweep, sweep
+from searchain_graph.evaluation.report import render_report, write_report
 from tests.fakes import (
     CHAIN_FIXED,
     CHAIN_WRONG,

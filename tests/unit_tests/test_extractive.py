@@ -16,7 +16,7 @@ import torch
 from langchain_core.messages import BaseMessage
 
 from searchain_graph import ModelNotFoundError, ReaderOutput, create_searchain_graph
-from searchain_graph.extractive import DPRReader, ExtractiveQAReader, best_span, plan_batches, split_passage
+from searchain_graph.ir.readers.extractive import DPRReader, ExtractiveQAReader, best_span, plan_batches, split_passage
 from tests.fakes import CHAIN_FIXED, CHAIN_WRONG, QUESTION, RuleChatModel, retriever, tracing_reply
 from tests.tiny_models import TINY_SIZES, build_tiny_dpr
 

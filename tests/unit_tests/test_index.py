@@ -15,10 +15,12 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from searchain_graph.bm25 import STOPWORDS, BM25Index, split_words
 from searchain_graph.cli import main
-from searchain_graph.corpus import CorpusFormatError, PassageStore, iter_corpora, paragraph_id, write_passages
-from searchain_graph.retrieval import MANIFEST, BM25Retriever, build_index, load_index, read_manifest
+from searchain_graph.ir.bm25 import STOPWORDS, BM25Index, split_words
+from searchain_graph.ir.bm25_retriever import BM25Retriever
+from searchain_graph.ir.corpus import CorpusFormatError, PassageStore, iter_corpora, paragraph_id, write_passages
+from searchain_graph.ir.index import build_index, load_index
+from searchain_graph.ir.index_dir import MANIFEST, read_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples/data/searchain_demo.jsonl"
@@ -260,7 +262,7 @@ class TestBM25RetrieverStandard(RetrieversIntegrationTests):
 
 
 def test_radix_argsort_is_a_stable_sort() -> None:
-    from searchain_graph.bm25 import _stable_argsort_u32
+    from searchain_graph.ir.bm25 import _stable_argsort_u32
 
     rng = np.random.default_rng(0)
     for high in (50, 70_000, 2**31 - 1):

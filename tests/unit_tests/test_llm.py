@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from searchain_graph.hub import ModelNotFoundError
-from searchain_graph.llm import TransformersChatModel, load_chat_model
+from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
+from searchain_graph.llms.hub import ModelNotFoundError
 
 
 def test_generates_with_usage_and_logprobs(tiny_llm_dir: Path) -> None:

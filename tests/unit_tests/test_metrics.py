@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from searchain_graph.datasets import Example
-from searchain_graph.metrics import cover_em, exact_match, f1, label_prediction, rouge_l, score
+from searchain_graph.evaluation.datasets import Example
+from searchain_graph.evaluation.metrics import cover_em, exact_match, f1, label_prediction, rouge_l, score
 
 
 def test_cover_em_is_token_aligned_containment_after_normalisation() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from searchain_graph.parsing import (
+from searchain_graph.method.parsing import (
     answer_contains,
     citations,
     drop_invalid_citations,

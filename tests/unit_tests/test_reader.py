@@ -11,14 +11,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from searchain_graph.reader import (
-    LLMReader,
-    ReaderOutput,
-    aread_pairs,
-    logprob_confidence,
-    project_answer,
-    read_pairs,
-)
+from searchain_graph.ir.readers.base import ReaderOutput, aread_pairs, logprob_confidence, read_pairs
+from searchain_graph.ir.readers.llm import LLMReader, project_answer
 
 PASSAGE = "Kevin Drew\nKevin Drew is a Canadian musician, born on 9 September 1976 in Toronto, Ontario."
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from searchain_graph.retrieval import BM25Retriever, CorpusFormatError, load_corpus, passage_text
+from searchain_graph.ir.bm25_retriever import BM25Retriever
+from searchain_graph.ir.corpus import CorpusFormatError, load_corpus, passage_text
 
 ROOT = Path(__file__).resolve().parents[2]
 

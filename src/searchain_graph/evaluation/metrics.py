@@ -2,14 +2,14 @@
 
 Every metric compares one prediction with a list of gold answers (the answer and its
 aliases, or ELI5's reference answers) and returns the best score over them, a float in
-[0, 1]. Text is normalised with :func:`searchain_graph.parsing.normalize_answer`: NFKC,
+[0, 1]. Text is normalised with :func:`searchain_graph.method.parsing.normalize_answer`: NFKC,
 lower case, ASCII and Unicode punctuation replaced by spaces (so ``“Toronto”`` and
 ``Toronto…`` become ``toronto``), the articles *a*, *an*, *the* removed, whitespace
 collapsed.
 
 * :func:`cover_em`: 1.0 when some normalised gold answer occurs in the normalised
   prediction on token boundaries (``"toronto"`` covers ``"born in toronto ontario"`` but
-  not ``"torontonian"``), by :func:`searchain_graph.parsing.answer_contains`. This is the
+  not ``"torontonian"``), by :func:`searchain_graph.method.parsing.answer_contains`. This is the
   SearChain paper's main metric (it follows Self-Ask and DSP).
 * :func:`exact_match`: 1.0 when the normalised prediction equals some normalised gold
   answer (SQuAD EM).
@@ -30,7 +30,7 @@ as ``answers`` is taken as one answer, not as a list of characters.
 
 :func:`score` computes all the metrics that apply to a task, keyed ``cover_em``, ``em``,
 ``f1`` and, for ``longform``, ``rouge_l``. For ``yesno`` and ``fact`` the prediction is
-first reduced to its label with :func:`searchain_graph.parsing.extract_final_answer`
+first reduced to its label with :func:`searchain_graph.method.parsing.extract_final_answer`
 ("Yes, frost is common." → ``Yes``; "... So the final answer is REFUTES." → ``REFUTES``);
 for ``fact``, a prediction that names neither SUPPORTS nor REFUTES but says "not enough
 info(rmation)" becomes ``NOT ENOUGH INFO``. A prediction without a label is scored as it is.
@@ -43,8 +43,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from searchain_graph.graph import rouge_l as _rouge_l_one
-from searchain_graph.parsing import answer_contains, extract_final_answer, normalize_answer
+from searchain_graph.method.parsing import answer_contains, extract_final_answer, normalize_answer
+from searchain_graph.method.verdict import rouge_l as _rouge_l_one
 
 TASKS = ("multihop", "yesno", "fact", "longform")
 """The task names :func:`score` accepts (the graph's)."""
@@ -120,7 +120,7 @@ def score(
 
     Args:
         prediction: The method's answer (``None`` counts as empty).
-        answers: The gold answers, or an :class:`~searchain_graph.datasets.Example`
+        answers: The gold answers, or an :class:`~searchain_graph.evaluation.datasets.Example`
             (its ``answers``, and its ``task`` when ``task`` is not given).
         task: ``multihop``, ``yesno``, ``fact`` or ``longform``; default: the example's
             task, or ``multihop`` for a plain list of answers.

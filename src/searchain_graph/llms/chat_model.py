@@ -4,7 +4,7 @@
 name, a local directory, or a GGUF file) as a LangChain chat model. It decodes
 greedily, honours stop sequences, reports token usage, and returns per-token
 log-probabilities in ``response_metadata["logprobs"]`` in OpenAI's layout, which
-:class:`~searchain_graph.reader.LLMReader` turns into a confidence.
+:class:`~searchain_graph.ir.readers.llm.LLMReader` turns into a confidence.
 
 :func:`load_chat_model` picks the LLM the CLI uses:
 
@@ -36,7 +36,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from searchain_graph.hub import ModelNotFoundError, from_pretrained
+from searchain_graph.llms.hub import ModelNotFoundError, from_pretrained
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class TransformersChatModel(BaseChatModel):
         logprobs: Return per-token log-probabilities in ``response_metadata``.
         max_batch_size: Sequences decoded together. 1 (the default) runs one call at a time
             through ``model.generate``. Above 1, calls from concurrent threads share one
-            continuous-batching decode loop (:mod:`searchain_graph.batching`): about 4x the
+            continuous-batching decode loop (:mod:`searchain_graph.llms.batching`): about 4x the
             throughput of SmolLM2 on a CPU at 8, for results that can differ from sequential
             decoding where two tokens nearly tie.
         response_cache: Remember this many replies, keyed by the exact prompt tokens and
@@ -252,7 +252,7 @@ class TransformersChatModel(BaseChatModel):
     ) -> tuple[list[int], list[float], str]:
         """Generate for one prompt: through the batch engine, or alone with ``model.generate``."""
         if self.max_batch_size > 1:
-            from searchain_graph.batching import BatchEngine, GenerationRequest
+            from searchain_graph.llms.batching import BatchEngine, GenerationRequest
 
             with self._lock:
                 if self._engine is None:

@@ -32,7 +32,7 @@ read as CSV.
 
 Normalisation: question and answer strings have their whitespace collapsed
 (``" ".join(text.split())``); so have paragraph titles and texts, and HotpotQA/2Wiki
-sentences are stripped and joined with one space, exactly as :mod:`searchain_graph.corpus`
+sentences are stripped and joined with one space, exactly as :mod:`searchain_graph.ir.corpus`
 does, so that :func:`corpus_paragraphs` gives the same ids as ``searchain index`` run on
 the same QA file. ``answers`` holds the gold answer first and then its aliases,
 deduplicated in order, empty strings dropped. A question's paragraphs are kept as the file
@@ -78,7 +78,7 @@ from typing import Any, TypedDict
 
 from langchain_core.documents import Document
 
-from searchain_graph.corpus import iter_json_records, paragraph_id
+from searchain_graph.ir.corpus import iter_json_records, paragraph_id
 
 
 class Paragraph(TypedDict):
@@ -692,12 +692,12 @@ def corpus_paragraphs(examples: Iterable[Example]) -> list[Document]:
     """The open-domain corpus: the union of the questions' paragraphs, as IRCoT and SearChain use it.
 
     Paragraphs are deduplicated by (title, text) in first-seen order and paragraphs with
-    empty text are dropped, as :func:`searchain_graph.corpus.iter_corpus` does, so the ids
+    empty text are dropped, as :func:`searchain_graph.ir.corpus.iter_corpus` does, so the ids
     equal those that ``searchain index`` gives the same QA file.
 
     Returns:
         Documents with the paragraph text and metadata ``{"title", "id"}``, ``id`` being
-        :func:`searchain_graph.corpus.paragraph_id` of title and text.
+        :func:`searchain_graph.ir.corpus.paragraph_id` of title and text.
     """
     docs: list[Document] = []
     seen: set[str] = set()

@@ -38,7 +38,7 @@ can be dropped on its own when its condition no longer holds.
    ``CUDA_VISIBLE_DEVICES`` (to ``""`` on a CPU machine, which would hide GPUs from the
    rest of the application). Fix: both variables are restored after the import and after
    each call. colbert-ai also ``print``s progress to stdout: :func:`colbert_call`
-   captures stdout and logs it at DEBUG level (logger ``searchain_graph.colbert``).
+   captures stdout and logs it at DEBUG level (logger ``searchain_graph.ir.colbert``).
 5. **Optional heavy imports.** RAGatouille imports ``llama_index`` (document splitting),
    ``sentence_transformers`` and ``voyager`` (hard-negative mining for training) at import
    time although retrieval never uses them. If one is not installed (a slim install, see
@@ -76,7 +76,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-logger = logging.getLogger("searchain_graph.colbert")
+logger = logging.getLogger("searchain_graph.ir.colbert")
 
 INSTALL_HINT = "pip install 'searchain-graph[colbert]'"
 

@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from searchain_graph.state import ChainNode
+from searchain_graph.method.state import ChainNode
 
 MAX_NODES = 32
 """Nodes beyond this in one chain are dropped (with a warning): a runaway generation."""

@@ -1,4 +1,4 @@
-"""Readers: extract an answer *g* from a passage with a confidence *f* (Section 3.3).
+"""LLMReader: the chat model reads the passage, and its token probabilities give *f*.
 
 A reader is any object with ``read(query, passage) -> ReaderOutput``. When it also
 has ``read_batch(pairs)`` (and, for async graphs, ``aread_batch``), SearChain reads
@@ -25,74 +25,18 @@ different scale; see ``docs/method.md``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import math
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from searchain_graph.ir.readers.base import MIN_CONFIDENCE, ReaderOutput, logprob_confidence
+
 logger = logging.getLogger(__name__)
-
-MIN_CONFIDENCE = -10.0
-MAX_CONFIDENCE = 10.0
-
-
-class ReaderOutput(NamedTuple):
-    """What a reader extracts from one passage.
-
-    Attributes:
-        answer: The extracted answer *g* ("" when the passage holds none).
-        confidence: The reader's confidence *f*; IR overrules the LLM only when ``f > θ``.
-    """
-
-    answer: str
-    confidence: float
-
-
-@runtime_checkable
-class Reader(Protocol):
-    """The reader interface: ``read(query, passage) -> ReaderOutput``."""
-
-    def read(self, query: str, passage: str) -> ReaderOutput:
-        """Extract the answer to ``query`` from ``passage``."""
-        ...
-
-
-def _check_outputs(outputs: Sequence[Any], expected: int, reader: object) -> list[ReaderOutput]:
-    outputs = list(outputs)
-    if len(outputs) != expected:
-        raise ValueError(f"{type(reader).__name__}.read_batch returned {len(outputs)} results for {expected} pairs")
-    result = []
-    for out in outputs:
-        answer, confidence = out
-        result.append(ReaderOutput(str(answer or ""), float(confidence)))
-    return result
-
-
-def read_pairs(reader: Reader, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:
-    """Read ``(query, passage)`` pairs, in one ``read_batch`` call when the reader has one."""
-    if not pairs:
-        return []
-    batch = getattr(reader, "read_batch", None)
-    if callable(batch):
-        return _check_outputs(batch(list(pairs)), len(pairs), reader)
-    return _check_outputs([reader.read(q, p) for q, p in pairs], len(pairs), reader)
-
-
-async def aread_pairs(reader: Reader, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:
-    """Async :func:`read_pairs`: uses ``aread_batch`` when present, else a worker thread."""
-    if not pairs:
-        return []
-    abatch = getattr(reader, "aread_batch", None)
-    if callable(abatch):
-        return _check_outputs(await abatch(list(pairs)), len(pairs), reader)
-    return await asyncio.to_thread(read_pairs, reader, pairs)
-
 
 READER_PROMPT = """Passage: {passage}
 
@@ -145,19 +89,6 @@ def project_answer(reply: str, query: str, passage: str) -> tuple[int, int] | No
     return None
 
 
-def logprob_confidence(logprobs: Sequence[float]) -> float:
-    """Log-odds of the geometric-mean token probability, clipped to [-10, 10]."""
-    if not logprobs:
-        return MIN_CONFIDENCE
-    mean = sum(logprobs) / len(logprobs)
-    p = math.exp(min(mean, 0.0))
-    if p >= 1.0:
-        return MAX_CONFIDENCE
-    if p <= 0.0:
-        return MIN_CONFIDENCE
-    return max(MIN_CONFIDENCE, min(MAX_CONFIDENCE, math.log(p / (1.0 - p))))
-
-
 def _token_logprobs(message: BaseMessage) -> list[tuple[str, float]] | None:
     """``(token, logprob)`` pairs from OpenAI-style ``response_metadata["logprobs"]``."""
     meta = getattr(message, "response_metadata", None) or {}
@@ -187,7 +118,7 @@ class LLMReader:
 
     Args:
         llm: The chat model. Models with a ``logprobs`` field (``ChatOpenAI``,
-            :class:`~searchain_graph.llm.TransformersChatModel`) are asked for token
+            :class:`~searchain_graph.llms.chat_model.TransformersChatModel`) are asked for token
             log-probabilities; others get ``fallback_confidence``.
         max_passage_chars: Passages are cut to this many characters before reading.
         fallback_confidence: *f* for models that return no log-probabilities.
@@ -264,28 +195,3 @@ class LLMReader:
         config: RunnableConfig = {"max_concurrency": self.max_concurrency}
         messages = await self._runnable.abatch([self._prompt(q, p) for q, p in pairs], config=config)
         return [self._score(q, p, m) for (q, p), m in zip(pairs, messages, strict=True)]
-
-
-def load_reader(spec: str, llm: BaseChatModel) -> Reader:
-    """A reader from a command-line spec, loaded now so that a bad path fails early.
-
-    Args:
-        spec: ``llm`` (:class:`LLMReader` over ``llm``), ``dpr[:MODEL]`` (the paper's DPR
-            reader) or ``extractive[:MODEL]`` (any SQuAD-style QA model); ``MODEL`` is a hub
-            name or a local directory.
-        llm: The chat model, for ``llm``.
-
-    Raises:
-        ValueError: an unknown kind.
-        ModelNotFoundError: the model cannot be found or fetched.
-    """
-    kind, _, model = spec.partition(":")
-    if kind == "llm":
-        return LLMReader(llm)
-    if kind in ("dpr", "extractive"):
-        from searchain_graph.extractive import DPRReader, ExtractiveQAReader
-
-        cls = DPRReader if kind == "dpr" else ExtractiveQAReader
-        reader = cls(model) if model else cls()
-        return reader.load()
-    raise ValueError(f"unknown --reader {spec!r}: use llm, dpr[:MODEL] or extractive[:MODEL]")

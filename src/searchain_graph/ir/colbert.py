@@ -3,12 +3,12 @@ r"""ColBERTv2 late-interaction retrieval (the paper's retriever) through RAGatou
 SearChain retrieves with ColBERTv2. :func:`build_colbert_index` (``searchain index
 --retriever colbert``) and :meth:`ColBERTRetriever.from_documents` encode passages into a
 PLAID index with RAGatouille's Stanford ``colbert-ai`` backend, inside a searchain index
-directory (see :mod:`searchain_graph.retrieval`); :class:`ColBERTRetriever` opens one
+directory (see :mod:`searchain_graph.ir.index`); :class:`ColBERTRetriever` opens one
 again without encoding the corpus. Needs the ``colbert`` extra (``pip install
-'searchain-graph[colbert]'``); :mod:`searchain_graph._ragatouille_compat` makes
+'searchain-graph[colbert]'``); :mod:`searchain_graph.ir._ragatouille_compat` makes
 RAGatouille 0.0.9 run on langchain 1.x and transformers 5.x.
 
-The index encodes :func:`~searchain_graph.corpus.passage_text` (``"title\ntext"``), the
+The index encodes :func:`~searchain_graph.ir.corpus.passage_text` (``"title\ntext"``), the
 text BM25 indexes and the reader sees, so both retrievers search the same passages.
 Results are the stored documents (``page_content`` and ``metadata`` as indexed) with
 ``metadata["score"]`` added (ColBERT's MaxSim score).
@@ -42,10 +42,10 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr, field_validator, model_validator
 
-from searchain_graph._ragatouille_compat import LOCK, colbert_call, import_ragatouille, load_model
-from searchain_graph.corpus import PassageStore, iter_corpora, passage_text, write_passages
-from searchain_graph.hub import ModelNotFoundError, check_local, from_pretrained, looks_local
-from searchain_graph.retrieval import MANIFEST, IndexSummary, _write_index, read_manifest
+from searchain_graph.ir._ragatouille_compat import LOCK, colbert_call, import_ragatouille, load_model
+from searchain_graph.ir.corpus import PassageStore, iter_corpora, passage_text, write_passages
+from searchain_graph.ir.index_dir import MANIFEST, IndexSummary, read_manifest, write_index
+from searchain_graph.llms.hub import ModelNotFoundError, check_local, from_pretrained, looks_local
 
 __all__ = ["DEFAULT_CHECKPOINT", "ColBERTRetriever", "build_colbert_index", "resolve_checkpoint"]
 
@@ -169,7 +169,7 @@ def _build(
         "colbert_index": PLAID_DIR.as_posix(),
         "max_document_length": max_document_length,
     }
-    return _write_index(directory, "colbert", sources, write, progress=progress, extra=extra)
+    return write_index(directory, "colbert", sources, write, progress=progress, extra=extra)
 
 
 def build_colbert_index(
@@ -184,7 +184,7 @@ def build_colbert_index(
     """Index corpus files with ColBERT into ``directory`` (what ``build_index(..., retriever="colbert")`` runs).
 
     Args:
-        paths: Corpus files (see :mod:`searchain_graph.corpus` for the formats).
+        paths: Corpus files (see :mod:`searchain_graph.ir.corpus` for the formats).
         directory: The index directory; an index already there is replaced once the new one
             is complete.
         checkpoint: ColBERT checkpoint, a local directory or a hub name (default
@@ -238,7 +238,7 @@ class ColBERTRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     index_dir: str
-    """A ColBERT index directory (see :mod:`searchain_graph.retrieval`)."""
+    """A ColBERT index directory (see :mod:`searchain_graph.ir.index`)."""
 
     k: int = 1
     """Passages returned per query (SearChain uses the top-1); ``invoke(q, k=n)`` overrides it."""

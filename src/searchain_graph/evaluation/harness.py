@@ -9,7 +9,7 @@ A record holds the prediction, the metrics (cover-EM, EM, F1, and ROUGE-L for lo
 all against the gold answer and its aliases), the cost (LLM calls, words and tokens in and
 out, rounds, retrieval and reader calls, wall time) and, for SearChain, where each node of
 the final path came from (``llm`` / ``corrected`` / ``completed``) and how many knowledge
-items the final content cites. :mod:`searchain_graph.report` turns records into the paper's
+items the final content cites. :mod:`searchain_graph.evaluation.report` turns records into the paper's
 tables.
 
 Methods (all LangGraph graphs, see :data:`METHODS`):
@@ -35,11 +35,11 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
-from searchain_graph.baselines import reasoning_steps
-from searchain_graph.datasets import Example
-from searchain_graph.metrics import score
-from searchain_graph.parsing import citations, parse_chain
-from searchain_graph.reader import Reader
+from searchain_graph.evaluation.baselines import reasoning_steps
+from searchain_graph.evaluation.datasets import Example
+from searchain_graph.evaluation.metrics import score
+from searchain_graph.ir.readers.base import Reader
+from searchain_graph.method.parsing import citations, parse_chain
 
 GraphFactory = Callable[[BaseChatModel, BaseRetriever, Reader, str], Any]
 """``(llm, retriever, reader, task) -> compiled graph``."""
@@ -47,7 +47,7 @@ GraphFactory = Callable[[BaseChatModel, BaseRetriever, Reader, str], Any]
 
 def _searchain(**options: Any) -> GraphFactory:
     def build(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-        from searchain_graph.graph import create_searchain_graph
+        from searchain_graph.method.graph import create_searchain_graph
 
         return create_searchain_graph(llm, retriever, reader, task=task, **options)
 
@@ -56,7 +56,7 @@ def _searchain(**options: Any) -> GraphFactory:
 
 def _baseline(factory_name: str, *, retriever: bool = False, reader: bool = False) -> GraphFactory:
     def build(llm: BaseChatModel, retr: BaseRetriever, rdr: Reader, task: str) -> Any:
-        from searchain_graph import baselines
+        from searchain_graph.evaluation import baselines
 
         factory = getattr(baselines, factory_name)
         args: list[Any] = [llm]
@@ -218,7 +218,7 @@ def run_evaluation(
     """Run ``methods`` on ``examples``, appending one record per pair to ``out_path``.
 
     Args:
-        examples: Questions (see :mod:`searchain_graph.datasets`).
+        examples: Questions (see :mod:`searchain_graph.evaluation.datasets`).
         methods: Names from :data:`METHODS`.
         llm: The one LLM every method uses.
         retriever: The one retriever every retrieval method uses.

@@ -19,7 +19,7 @@ Design choices (see each factory for details):
 
 * **Self-Ask** answers each follow-up from the top-1 passage retrieved for it: with the
   reader's *g* when a reader is given and *g* is non-empty, otherwise by asking the LLM to
-  read that passage (:data:`~searchain_graph.prompts.SELF_ASK_READ_PROMPT`). Press et al. used a
+  read that passage (:data:`~searchain_graph.method.prompts.SELF_ASK_READ_PROMPT`). Press et al. used a
   search engine's answer box; the reader's span is the closest analogue, the LLM reading the
   snippet is their fallback. After ``max_steps`` follow-ups the model is told to answer.
 * **IRCoT** retrieves K paragraphs with the question, then alternates one chain-of-thought
@@ -57,20 +57,12 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 from typing_extensions import TypedDict
 
-from searchain_graph.context import normalize_task
-from searchain_graph.graph import (
-    InvalidQuestionError,
-    count_usage,
-    doc_dict,
-    empty_usage,
-    message_text,
-    task_question,
-    to_messages,
-    trace_config,
-    validate_question,
-)
-from searchain_graph.parsing import extract_final_answer, parse_chain
-from searchain_graph.prompts import (
+from searchain_graph.ir.corpus import passage_text
+from searchain_graph.ir.readers.base import Reader, aread_pairs, read_pairs
+from searchain_graph.method.calls import count_usage, doc_dict, empty_usage, message_text, to_messages, trace_config
+from searchain_graph.method.context import normalize_task
+from searchain_graph.method.parsing import extract_final_answer, parse_chain
+from searchain_graph.method.prompts import (
     BASELINE_ANSWER_FORMATS,
     BASELINE_DEMONSTRATIONS,
     BASELINE_EXAMPLE_SEPARATOR,
@@ -96,9 +88,8 @@ from searchain_graph.prompts import (
     SELF_ASK_STEP,
     Demonstration,
 )
-from searchain_graph.reader import Reader, aread_pairs, read_pairs
-from searchain_graph.retrieval import passage_text
-from searchain_graph.state import DocumentDict, InputState, Usage
+from searchain_graph.method.question import InvalidQuestionError, task_question, validate_question
+from searchain_graph.method.state import DocumentDict, InputState, Usage
 
 __all__ = [
     "InvalidQuestionError",
@@ -167,7 +158,7 @@ _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 def final_answer(text: str | None, task: str) -> str:
     """The short answer stated in ``text`` (a CoT, a direct reply or a Self-Ask ending).
 
-    "... answer is X" wins (:func:`~searchain_graph.parsing.extract_final_answer`); otherwise the
+    "... answer is X" wins (:func:`~searchain_graph.method.parsing.extract_final_answer`); otherwise the
     first line of a direct reply, without an "A:"/"Answer:" label. ``yesno`` answers are reduced to
     ``Yes``/``No`` and ``fact`` answers to ``SUPPORTS``/``REFUTES`` whenever the text states one;
     ``longform`` answers keep the whole paragraph after the last "answer is".
@@ -595,9 +586,9 @@ def create_searchain_no_ir_graph(
     """SearChain w/o IR: one Chain-of-Query generation with the paper's Figure 8 prompt.
 
     The answer is taken from the chain's ``[Final Content]`` (the whole reply when it has none)
-    by :func:`~searchain_graph.parsing.extract_final_answer`, falling back to the chain's last
+    by :func:`~searchain_graph.method.parsing.extract_final_answer`, falling back to the chain's last
     ``[Answer]``, as SearChain does. ``final_content`` is the whole reply (the chain and its
-    ``[Final Content]``), so that :func:`~searchain_graph.parsing.parse_chain` recovers the nodes.
+    ``[Final Content]``), so that :func:`~searchain_graph.method.parsing.parse_chain` recovers the nodes.
 
     Args:
         llm: Any LangChain chat model.
@@ -744,7 +735,7 @@ def create_self_ask_graph(
 
     * by the reader's *g*, when ``reader`` is given and *g* is non-empty (the analogue of the
       search engine's answer box that Press et al. used);
-    * otherwise by the LLM reading the passage (:data:`~searchain_graph.prompts.SELF_ASK_READ_PROMPT`;
+    * otherwise by the LLM reading the passage (:data:`~searchain_graph.method.prompts.SELF_ASK_READ_PROMPT`;
       with no passage it answers from its own knowledge), as Press et al. fall back to the snippet.
 
     After ``max_steps`` follow-ups the last intermediate answer comes with the instruction to
@@ -902,7 +893,7 @@ def create_ircot_graph(
     last one's paragraphs are still retrieved, for the reader). Then ``answer``:
 
     * ``answer_mode="reader"``: IRCoT's QA reader, a direct QA prompt over the collected
-      paragraphs (:data:`~searchain_graph.prompts.IRCOT_READER_PROMPT`, IRCoT's "Direct
+      paragraphs (:data:`~searchain_graph.method.prompts.IRCOT_READER_PROMPT`, IRCoT's "Direct
       Prompting" reader); ``final_content`` is its reply.
     * ``answer_mode="cot"``: the answer stated by the chain of thought ("So the answer is:
       X"), no further LLM call; ``final_content`` is the whole chain. A chain that states no

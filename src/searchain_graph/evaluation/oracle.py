@@ -6,7 +6,7 @@ Bamboogle) gives the nodes ``(q_i, a_i)``. A controlled fraction of sub-answers 
 by a wrong one (the sub-answer of another question), another fraction is marked
 ``[Unsolved Query]``, and the rest stay correct. Every node then goes through the IR side
 exactly as in the graph: the top-1 passage for ``q_i``, the reader's ``(g, f)``, and the
-same decision function (:func:`searchain_graph.graph.ir_verdict`). Since *f* does not
+same decision function (:func:`searchain_graph.method.graph.ir_verdict`). Since *f* does not
 depend on θ, one reading per node gives the outcome at every θ.
 
 Outcomes, per θ:
@@ -30,12 +30,12 @@ from typing import Any
 
 from langchain_core.retrievers import BaseRetriever
 
-from searchain_graph.corpus import passage_text
-from searchain_graph.datasets import Example
-from searchain_graph.graph import ir_verdict
-from searchain_graph.parsing import answer_contains
-from searchain_graph.reader import Reader, read_pairs
-from searchain_graph.state import ChainNode
+from searchain_graph.evaluation.datasets import Example
+from searchain_graph.ir.corpus import passage_text
+from searchain_graph.ir.readers.base import Reader, read_pairs
+from searchain_graph.method.parsing import answer_contains
+from searchain_graph.method.state import ChainNode
+from searchain_graph.method.verdict import ir_verdict
 
 DEFAULT_THRESHOLDS = (-10.0, -2.0, -1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0)
 

@@ -316,7 +316,7 @@ TRACING_PAIR = "[Query {index}]: {query}\n[Answer {index}]: {answer}"
 # questions needed here:", "Follow up:", "Intermediate answer:" and "So the final answer is:" (Press
 # et al., 2023); IRCoT's "Wikipedia Title: <title>\n<text>" paragraphs before "Q:/A:" (Trivedi et al.,
 # 2023). Every method shows two short demonstrations of the task family (BASELINE_DEMONSTRATIONS),
-# rendered into its own format by :mod:`searchain_graph.baselines`, so that small models see the format
+# rendered into its own format by :mod:`searchain_graph.evaluation.baselines`, so that small models see the format
 # and large ones are not slowed by long prompts. Figure 8 (SearChain w/o IR) is COQ_PROMPT_NO_IR above.
 # =====================================================================================================
 

@@ -1,6 +1,6 @@
 """Reports: the paper's tables from evaluation records, with the paper's figures beside ours.
 
-:func:`write_report` reads the records of :mod:`searchain_graph.evaluation` (one per question
+:func:`write_report` reads the records of :mod:`searchain_graph.evaluation.harness` (one per question
 and method) and writes ``report.md`` plus two plots (``accuracy.png``: cover-EM per method
 and dataset; ``accuracy_vs_words.png``: cover-EM against LLM words per question). The
 tables follow the paper (Xu et al., WWW 2024):

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from searchain_graph.context import TASKS, normalize_task
+from searchain_graph.method.context import TASKS, normalize_task
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -108,7 +108,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def _index(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from searchain_graph.retrieval import build_index
+    from searchain_graph.ir.index import build_index
 
     with tqdm(desc=f"indexing ({args.retriever})", unit=" passages", disable=args.quiet, file=sys.stderr) as bar:
         summary = build_index(
@@ -130,12 +130,13 @@ def _index(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from searchain_graph.datasets import corpus_paragraphs, load_dataset
-    from searchain_graph.evaluation import parse_methods, run_evaluation
-    from searchain_graph.llm import TransformersChatModel, load_chat_model
-    from searchain_graph.reader import load_reader
-    from searchain_graph.report import write_report
-    from searchain_graph.retrieval import BM25Retriever, load_index
+    from searchain_graph.evaluation.datasets import corpus_paragraphs, load_dataset
+    from searchain_graph.evaluation.harness import parse_methods, run_evaluation
+    from searchain_graph.evaluation.report import write_report
+    from searchain_graph.ir.bm25_retriever import BM25Retriever
+    from searchain_graph.ir.index import load_index
+    from searchain_graph.ir.readers.load import load_reader
+    from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
 
     methods = parse_methods(args.methods)
     examples = load_dataset(args.dataset, args.data)
@@ -202,8 +203,8 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from searchain_graph.evaluation import read_records
-    from searchain_graph.report import write_report
+    from searchain_graph.evaluation.harness import read_records
+    from searchain_graph.evaluation.report import write_report
 
     records = [r for path in args.results for r in read_records(path)]
     if not records:
@@ -259,10 +260,11 @@ def _print_result(out: dict[str, Any], seconds: float) -> None:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from searchain_graph.graph import create_searchain_graph
-    from searchain_graph.llm import TransformersChatModel, load_chat_model
-    from searchain_graph.reader import load_reader
-    from searchain_graph.retrieval import BM25Retriever, load_index
+    from searchain_graph.ir.bm25_retriever import BM25Retriever
+    from searchain_graph.ir.index import load_index
+    from searchain_graph.ir.readers.load import load_reader
+    from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
+    from searchain_graph.method.graph import create_searchain_graph
 
     def say(msg: str) -> None:
         if not args.quiet:

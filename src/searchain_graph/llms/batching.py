@@ -3,7 +3,7 @@
 A 135M model on a CPU spends most of each decoding step on overhead and weight reads that do
 not grow with the batch: eight sequences decode about four times faster together than one
 after another. :class:`BatchEngine` exploits that when several callers (the evaluation
-harness's threads, a LangGraph server's requests) use one :class:`~searchain_graph.llm.
+harness's threads, a LangGraph server's requests) use one :class:`~searchain_graph.llms.chat_model.
 TransformersChatModel` at once:
 
 * each request is **prefilled alone**, without padding, so a long prompt never makes a short

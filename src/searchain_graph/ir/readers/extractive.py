@@ -23,7 +23,7 @@ answer),
   gives the chosen span (a SQuAD 2.0 model that prefers "no answer" gives every span a low
   ``p``);
 * ``f = log(p / (1 - p))`` clipped to ``[-10, 10]``: the same log-odds scale as
-  :class:`~searchain_graph.reader.LLMReader` (:func:`~searchain_graph.reader.logprob_confidence`),
+  :class:`~searchain_graph.ir.readers.llm.LLMReader` (:func:`~searchain_graph.ir.readers.base.logprob_confidence`),
   so θ = 1.5 keeps the meaning it has there, ``p > 0.82``, and
   :attr:`ExtractiveQAReader.default_threshold` is 1.5 too.
 
@@ -50,8 +50,8 @@ Both readers:
   exceed ``max_padding``, see :func:`plan_batches`). :meth:`~DPRReader.read` is
   ``read_batch`` of one pair, so the two agree;
 * load lazily, on the first read or on :meth:`~DPRReader.load`, through
-  :func:`searchain_graph.hub.from_pretrained`: a missing local directory or a hub name with
-  no hub access fails with :class:`~searchain_graph.hub.ModelNotFoundError`.
+  :func:`searchain_graph.llms.hub.from_pretrained`: a missing local directory or a hub name with
+  no hub access fails with :class:`~searchain_graph.llms.hub.ModelNotFoundError`.
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from searchain_graph.hub import from_pretrained
-from searchain_graph.reader import MIN_CONFIDENCE, ReaderOutput, logprob_confidence
+from searchain_graph.ir.readers.base import MIN_CONFIDENCE, ReaderOutput, logprob_confidence
+from searchain_graph.llms.hub import from_pretrained
 
 if TYPE_CHECKING:
     import torch
@@ -169,7 +169,7 @@ def split_passage(passage: str) -> tuple[str, str, int]:
     r"""Split a reader passage ``"title\ntext"`` into ``(title, text, offset of text in passage)``.
 
     The graph gives readers ``title + "\n" + text``, or the text alone when there is no
-    title (:func:`~searchain_graph.retrieval.passage_text`), so the first line is the title
+    title (:func:`~searchain_graph.ir.corpus.passage_text`), so the first line is the title
     when there is more than one line. A passage of one line is all text.
     """
     title, newline, text = passage.partition("\n")
@@ -347,7 +347,7 @@ class _SpanReader:
         """Read many ``(query, passage)`` pairs: all their windows, in padded mini-batches.
 
         Returns:
-            One :class:`~searchain_graph.reader.ReaderOutput` per pair, in order.
+            One :class:`~searchain_graph.ir.readers.base.ReaderOutput` per pair, in order.
         """
         import torch
 
@@ -532,7 +532,7 @@ class ExtractiveQAReader(_SpanReader):
     from the title. *f* is defined in the module docstring: ``p`` is the probability of
     the chosen span under the start and end softmaxes over the window's context tokens and
     the null position, ``f = log(p / (1 - p))`` clipped to ``[-10, 10]``, the scale of
-    :class:`~searchain_graph.reader.LLMReader`.
+    :class:`~searchain_graph.ir.readers.llm.LLMReader`.
 
     Args:
         model: A local directory or hub name of an ``AutoModelForQuestionAnswering``

@@ -1,6 +1,6 @@
 """A BM25 engine in NumPy: fast to build, fast to query, saved as memory-mappable arrays.
 
-This is the engine behind :class:`~searchain_graph.retrieval.BM25Retriever`. It is
+This is the engine behind :class:`~searchain_graph.ir.bm25_retriever.BM25Retriever`. It is
 Lucene's BM25 (``k1 = 1.5``, ``b = 0.75``, ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``)
 over Snowball-stemmed words with English stopwords removed, the same scoring as
 ``bm25s``' default, which the first version of this package used. It exists because

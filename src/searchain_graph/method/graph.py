@@ -39,8 +39,10 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Command, RetryPolicy
 from rouge_score import rouge_scorer
 
-from searchain_graph.context import SearChainContext
-from searchain_graph.parsing import (
+from searchain_graph.ir.corpus import passage_text
+from searchain_graph.ir.readers.base import Reader, aread_pairs, read_pairs
+from searchain_graph.method.context import SearChainContext
+from searchain_graph.method.parsing import (
     answer_contains,
     citations,
     drop_invalid_citations,
@@ -49,7 +51,7 @@ from searchain_graph.parsing import (
     parse_chain,
     word_count,
 )
-from searchain_graph.prompts import (
+from searchain_graph.method.prompts import (
     COMPLETION_PROMPT,
     COQ_PROMPTS,
     CORRECTION_PROMPT,
@@ -57,9 +59,7 @@ from searchain_graph.prompts import (
     TRACING_PAIR,
     TRACING_PROMPT,
 )
-from searchain_graph.reader import Reader, aread_pairs, read_pairs
-from searchain_graph.retrieval import passage_text
-from searchain_graph.state import (
+from searchain_graph.method.state import (
     Branch,
     ChainNode,
     DocumentDict,

@@ -1,0 +1,11 @@
+"""Evaluation: the paper's Section 4 as a harness around the method.
+
+* :mod:`~searchain_graph.evaluation.datasets`: the datasets in their native formats;
+* :mod:`~searchain_graph.evaluation.metrics`: cover-EM, EM, F1, ROUGE-L;
+* :mod:`~searchain_graph.evaluation.baselines`: IRCoT, Self-Ask, direct retrieval, direct, CoT and
+  SearChain without IR, as LangGraph graphs;
+* :mod:`~searchain_graph.evaluation.methods`: the registry of every method ``searchain eval`` runs;
+* :mod:`~searchain_graph.evaluation.harness`: resumable runs, one JSONL record per question and method;
+* :mod:`~searchain_graph.evaluation.report`: the paper's Tables 1-5 and plots from the records;
+* :mod:`~searchain_graph.evaluation.oracle`: verification and completion measured on gold chains.
+"""

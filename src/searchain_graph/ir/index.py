@@ -1,0 +1,87 @@
+"""Build an index directory from corpus files, and open one again.
+
+SearChain retrieves the top-1 passage for every query of a chain. The paper uses
+ColBERTv2 (:class:`~searchain_graph.ir.colbert.ColBERTRetriever`, ``pip install
+'searchain-graph[colbert]'``); the embedded default is BM25
+(:class:`~searchain_graph.ir.bm25_retriever.BM25Retriever`, Snowball-stemmed, see
+:mod:`searchain_graph.ir.bm25`), which needs no model weights and indexes tens of thousands of
+passages per second. Any LangChain ``BaseRetriever`` can replace either.
+
+:func:`build_index` writes an index directory (the layout is in :mod:`searchain_graph.ir.index_dir`);
+:func:`load_index` opens one again with the retriever that built it, without re-reading or
+re-encoding the corpus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+from langchain_core.retrievers import BaseRetriever
+
+from searchain_graph.ir.bm25 import BM25Index
+from searchain_graph.ir.bm25_retriever import BM25Retriever
+from searchain_graph.ir.corpus import iter_corpora, passage_text, write_passages
+from searchain_graph.ir.index_dir import MANIFEST, IndexSummary, read_manifest, write_index
+
+RetrieverName = Literal["bm25", "colbert"]
+
+
+def build_index(
+    paths: str | Path | Sequence[str | Path],
+    directory: str | Path,
+    *,
+    retriever: RetrieverName = "bm25",
+    checkpoint: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> IndexSummary:
+    """Index corpus files into ``directory``, streaming them in one pass.
+
+    Args:
+        paths: Corpus files (see :mod:`searchain_graph.ir.corpus` for the formats).
+        directory: The index directory; an index already there is replaced once the new
+            one is complete.
+        retriever: ``"bm25"`` or ``"colbert"`` (needs ``searchain-graph[colbert]``).
+        checkpoint: ColBERT checkpoint (hub name or local directory); ColBERT only.
+        workers: BM25 tokenising processes (``None``: one per core).
+        progress: Called with the number of passages indexed since the last call.
+
+    Raises:
+        FileNotFoundError: a corpus file is missing.
+        CorpusFormatError: a line is not a passage (nothing is written then).
+        ValueError: an unknown retriever, or an empty corpus.
+    """
+    sources = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
+    if retriever == "bm25":
+
+        def write(out: Path, report: Callable[[int], None] | None) -> int:
+            stored = write_passages(iter_corpora(paths), out)
+            index = BM25Index.build((passage_text(d) for d in stored), workers=workers, progress=report)
+            index.save(out)
+            return index.num_docs
+
+        return write_index(directory, "bm25", sources, write, progress=progress)
+    if retriever == "colbert":
+        from searchain_graph.ir.colbert import build_colbert_index
+
+        return build_colbert_index(paths, directory, checkpoint=checkpoint, progress=progress)
+    raise ValueError(f"unknown retriever {retriever!r}: use 'bm25' or 'colbert'")
+
+
+def load_index(directory: str | Path, *, k: int = 1) -> BaseRetriever:
+    """Open an index directory with the retriever that built it.
+
+    Raises:
+        FileNotFoundError: ``directory`` is not an index.
+    """
+    manifest = read_manifest(directory)
+    kind = manifest.get("retriever")
+    if kind == "bm25":
+        return BM25Retriever.load(directory, k=k)
+    if kind == "colbert":
+        from searchain_graph.ir.colbert import ColBERTRetriever
+
+        return ColBERTRetriever.load(directory, k=k)
+    raise ValueError(f"{directory}: unknown retriever {kind!r} in {MANIFEST}")

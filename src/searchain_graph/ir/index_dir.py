@@ -1,0 +1,125 @@
+"""Index directories: the manifest, the build summary, and the atomic write.
+
+An index directory (written by :func:`~searchain_graph.ir.index.build_index` or ``searchain index``)
+holds:
+
+* ``searchain_index.json``: which retriever built it, from which files, how many passages;
+* ``passages.jsonl`` and ``passages.offsets.npy``: the passages (a
+  :class:`~searchain_graph.ir.corpus.PassageStore`);
+* the retriever's own files (``bm25_*.npy`` and ``bm25.json`` for BM25, ``colbert/`` for ColBERT).
+
+Every retriever builds into ``DIR.partial`` and renames it to ``DIR`` only when complete
+(:func:`write_index`), so an interrupted build never leaves a half-written index behind.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "searchain_index.json"
+INDEX_FORMAT = "searchain-graph index"
+
+
+def _package_version() -> str:
+    try:
+        return version("searchain-graph")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class IndexSummary:
+    """What :func:`build_index` did.
+
+    Attributes:
+        directory: Where the index is.
+        retriever: ``"bm25"`` or ``"colbert"``.
+        passages: Number of passages indexed.
+        seconds: Wall time of the build (reading, storing and indexing).
+        size_bytes: Total size of the index directory.
+    """
+
+    directory: Path
+    retriever: str
+    passages: int
+    seconds: float
+    size_bytes: int
+
+    @property
+    def passages_per_second(self) -> float:
+        """Build throughput."""
+        return self.passages / self.seconds if self.seconds > 0 else float("inf")
+
+
+def read_manifest(directory: str | Path) -> dict[str, Any]:
+    """The manifest of an index directory.
+
+    Raises:
+        FileNotFoundError: ``directory`` is not an index (no ``searchain_index.json``).
+    """
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{directory} is not a searchain index (no {MANIFEST}); build one with `searchain index`"
+        )
+    manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    if manifest.get("format") != INDEX_FORMAT:
+        raise ValueError(f"{path}: not a searchain-graph index manifest")
+    return manifest
+
+
+def _dir_size(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+
+
+def write_index(
+    directory: str | Path,
+    retriever: str,
+    sources: Sequence[str],
+    write: Callable[[Path, Callable[[int], None] | None], int],
+    *,
+    progress: Callable[[int], None] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> IndexSummary:
+    """Build into ``DIR.partial`` and rename it to ``DIR`` only when complete.
+
+    A corpus error half-way leaves any existing index at ``directory`` untouched.
+    """
+    out = Path(directory)
+    partial = out.with_name(out.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    started = time.perf_counter()
+    try:
+        count = write(partial, progress)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    seconds = time.perf_counter() - started
+    manifest = {
+        "format": INDEX_FORMAT,
+        "version": 1,
+        "retriever": retriever,
+        "passages": count,
+        "sources": [str(s) for s in sources],
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "build_seconds": round(seconds, 3),
+        "searchain_graph": _package_version(),
+        **(extra or {}),
+    }
+    (partial / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if out.exists():
+        if not (out / MANIFEST).is_file() and any(out.iterdir()):
+            shutil.rmtree(partial, ignore_errors=True)
+            raise FileExistsError(f"{out} exists and is not a searchain index: refusing to replace it")
+        shutil.rmtree(out)
+    partial.rename(out)
+    return IndexSummary(out, retriever, count, seconds, _dir_size(out))

@@ -1,0 +1,11 @@
+"""Readers: extract an answer *g* from the top-1 passage with a confidence *f* (Section 3.3).
+
+* :mod:`~searchain_graph.ir.readers.base`: the ``Reader`` interface, batched reading, the
+  log-odds confidence scale;
+* :mod:`~searchain_graph.ir.readers.llm`: ``LLMReader``, the chat model as reader;
+* :mod:`~searchain_graph.ir.readers.spans`: passage windows and span decoding shared by the
+  extractive readers;
+* :mod:`~searchain_graph.ir.readers.extractive`: ``ExtractiveQAReader`` (any SQuAD-style model)
+  and ``DPRReader`` (the paper's reader);
+* :mod:`~searchain_graph.ir.readers.load`: readers by name, for the command line.
+"""

@@ -1,0 +1,33 @@
+"""Readers by name, as ``searchain ask/eval --reader`` takes them."""
+
+from __future__ import annotations
+
+from langchain_core.language_models import BaseChatModel
+
+from searchain_graph.ir.readers.base import Reader
+from searchain_graph.ir.readers.llm import LLMReader
+
+
+def load_reader(spec: str, llm: BaseChatModel) -> Reader:
+    """A reader from a command-line spec, loaded now so that a bad path fails early.
+
+    Args:
+        spec: ``llm`` (:class:`LLMReader` over ``llm``), ``dpr[:MODEL]`` (the paper's DPR
+            reader) or ``extractive[:MODEL]`` (any SQuAD-style QA model); ``MODEL`` is a hub
+            name or a local directory.
+        llm: The chat model, for ``llm``.
+
+    Raises:
+        ValueError: an unknown kind.
+        ModelNotFoundError: the model cannot be found or fetched.
+    """
+    kind, _, model = spec.partition(":")
+    if kind == "llm":
+        return LLMReader(llm)
+    if kind in ("dpr", "extractive"):
+        from searchain_graph.ir.readers.extractive import DPRReader, ExtractiveQAReader
+
+        cls = DPRReader if kind == "dpr" else ExtractiveQAReader
+        reader = cls(model) if model else cls()
+        return reader.load()
+    raise ValueError(f"unknown --reader {spec!r}: use llm, dpr[:MODEL] or extractive[:MODEL]")

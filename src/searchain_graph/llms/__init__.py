@@ -1,0 +1,9 @@
+"""Local LLMs: models run in this process by transformers, and how they are found.
+
+* :mod:`~searchain_graph.llms.hub`: local directory or hub download, with a clear error offline;
+* :mod:`~searchain_graph.llms.chat_model`: ``TransformersChatModel`` (a LangChain chat model with
+  stop strings, log-probabilities and a response cache) and ``load_chat_model``;
+* :mod:`~searchain_graph.llms.batching`: continuous batching of concurrent requests.
+
+The lowest layer of the package: it imports nothing else from it.
+"""

@@ -1,0 +1,71 @@
+"""Algorithm 1's ``IR(q_i, a_i)``: the decision IR takes on one node (Section 3.3).
+
+* **Completion**: an ``[Unsolved Query]`` always gets the reader's *g* and the passage back.
+* **Verification**: when the reader is confident (``f > θ``) and *g* is not in the LLM's answer
+  (long form: ROUGE-L of answer and passage < α), the LLM is told to correct the node.
+* **DuplicateQuery**: a query already processed in an earlier round (the set *M*) is not
+  checked again.
+
+The graph (:mod:`searchain_graph.method.nodes`) and the oracle-chain benchmark
+(:mod:`searchain_graph.evaluation.oracle`) share this one decision function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rouge_score import rouge_scorer
+
+from searchain_graph.method.parsing import answer_contains, normalize_answer
+from searchain_graph.method.state import ChainNode
+
+QueryMatcher = Callable[[str, Sequence[str]], bool]
+"""``is_duplicate(query, processed) -> bool``: the ``DuplicateQuery`` test of Algorithm 1."""
+
+DEFAULT_THRESHOLD = 1.5
+"""θ of the paper (Section 4.1): the DPR reader must be this confident to overrule the LLM."""
+
+
+_ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+
+def ir_verdict(node: ChainNode, result: dict[str, Any], knobs: dict[str, Any]) -> dict[str, Any]:
+    """Algorithm 1's ``IR(q_i, a_i)``: pass, correction or completion for one node.
+
+    Args:
+        node: The CoQ node (``query``, ``answer``, ``unsolved``).
+        result: What IR found: ``document`` (a dict, or ``None``), the reader's ``answer`` *g*
+            and ``confidence`` *f*.
+        knobs: ``completion``, ``verification``, ``confidence_threshold`` (θ),
+            ``rouge_threshold`` (α) and ``task``.
+
+    Returns:
+        ``{"action": ...}``: ``"completion"`` for an unsolved query (whatever *f*);
+        ``"correction"`` when ``f > θ`` and *g* is not in the LLM's answer (long form:
+        ROUGE-L of answer and passage < α); ``"pass"`` otherwise; ``"no_passage"`` or
+        ``"unsolved_kept"`` when there is nothing to do.
+    """
+    doc, g, f = result["document"], result["answer"] or "", result["confidence"]
+    if doc is None:
+        return {"action": "no_passage"}
+    if node["unsolved"]:
+        return {"action": "completion" if knobs["completion"] else "unsolved_kept"}
+    if not knobs["verification"] or f is None or not f > knobs["confidence_threshold"] or not g:
+        return {"action": "pass"}
+    if knobs["task"] == "longform":
+        score = rouge_l(node["answer"] or "", doc["page_content"])
+        consistent = score >= knobs["rouge_threshold"]
+        return {"action": "pass" if consistent else "correction", "rouge_l": score}
+    return {"action": "pass" if answer_contains(node["answer"], g) else "correction"}
+
+
+def normalized_duplicate(query: str, processed: Sequence[str]) -> bool:
+    """Default ``DuplicateQuery``: the query equals a processed one after SQuAD normalisation."""
+    norm = normalize_answer(query)
+    return any(norm == normalize_answer(p) for p in processed)
+
+
+def rouge_l(prediction: str, reference: str) -> float:
+    """ROUGE-L F-measure (``rouge-score``, with stemming)."""
+    return float(_ROUGE.score(reference, prediction)["rougeL"].fmeasure)
