@@ -39,7 +39,8 @@ import torch
 
 from searchain_graph.ir.corpus import load_corpus, passage_text
 from searchain_graph.ir.readers.base import ReaderOutput
-from searchain_graph.ir.readers.extractive import DPRReader, ExtractiveQAReader
+from searchain_graph.ir.readers.dpr import DPRReader
+from searchain_graph.ir.readers.extractive import ExtractiveQAReader
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data"

@@ -14,6 +14,8 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tracers.langchain import LangChainTracer
+from langsmith import Client
 from pydantic import Field
 
 from searchain_graph import BM25Retriever, ReaderOutput
@@ -163,3 +165,36 @@ class RunCollector(BaseCallbackHandler):
 
     def on_retriever_start(self, serialized: Any, query: Any, *, metadata: Any = None, **kwargs: Any) -> None:
         self.runs.append((kwargs.get("name") or "", dict(metadata or {})))
+
+
+class RecordingLangSmithClient(Client):
+    """A LangSmith client that records what LangChain's tracer would send, instead of sending it.
+
+    ``recorded`` maps each run id to its fields, with the metadata and tags of its last PATCH (what a
+    LangSmith server ends up storing).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(api_url="http://127.0.0.1:9", api_key="unused", auto_batch_tracing=False)
+        self.recorded: dict[str, dict[str, Any]] = {}
+
+    def create_run(self, name: str, inputs: dict[str, Any], run_type: str, **kwargs: Any) -> None:  # type: ignore[override]
+        self.recorded[str(kwargs["id"])] = {
+            "name": name,
+            "parent": str(kwargs.get("parent_run_id") or ""),
+            "metadata": dict((kwargs.get("extra") or {}).get("metadata") or {}),
+            "tags": list(kwargs.get("tags") or []),
+        }
+
+    def update_run(self, run_id: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        run = self.recorded[str(run_id)]
+        run["metadata"] = dict((kwargs.get("extra") or {}).get("metadata") or run["metadata"])
+        run["tags"] = list(kwargs.get("tags") or run["tags"])
+
+    def children(self, run_id: str) -> list[dict[str, Any]]:
+        return [r for r in self.recorded.values() if r["parent"] == run_id]
+
+
+def langsmith_tracer() -> tuple[LangChainTracer, RecordingLangSmithClient]:
+    client = RecordingLangSmithClient()
+    return LangChainTracer(client=client, project_name="searchain-tests"), client

@@ -9,25 +9,24 @@ LangGraph graph::
     print(out["final_content"])
 """
 
+from searchain_graph._version import __version__ as __version__
 from searchain_graph.ir.bm25_retriever import BM25Retriever
 from searchain_graph.ir.colbert import ColBERTRetriever
 from searchain_graph.ir.corpus import CorpusFormatError, PassageStore, iter_corpus, load_corpus
 from searchain_graph.ir.index import build_index, load_index
 from searchain_graph.ir.index_dir import IndexSummary
 from searchain_graph.ir.readers.base import Reader, ReaderOutput
-from searchain_graph.ir.readers.extractive import DPRReader, ExtractiveQAReader
+from searchain_graph.ir.readers.dpr import DPRReader
+from searchain_graph.ir.readers.extractive import ExtractiveQAReader
 from searchain_graph.ir.readers.llm import LLMReader
 from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
 from searchain_graph.llms.hub import ModelNotFoundError
 from searchain_graph.method.context import SearChainContext
-from searchain_graph.method.graph import (
-    InvalidQuestionError,
-    QueryMatcher,
-    create_searchain_graph,
-    normalized_duplicate,
-)
+from searchain_graph.method.graph import create_searchain_graph
 from searchain_graph.method.parsing import ParsedChain, extract_final_answer, normalize_answer, parse_chain
+from searchain_graph.method.question import InvalidQuestionError
 from searchain_graph.method.state import InputState, OutputState, Reference, SearChainState
+from searchain_graph.method.verdict import QueryMatcher, normalized_duplicate
 
 __all__ = [
     "BM25Retriever",
@@ -61,5 +60,3 @@ __all__ = [
     "normalized_duplicate",
     "parse_chain",
 ]
-
-__version__ = "0.1.0"

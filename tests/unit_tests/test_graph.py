@@ -27,6 +27,7 @@ from tests.fakes import (
     RunCollector,
     ScriptedReader,
     is_tracing,
+    langsmith_tracer,
     retriever,
     tracing_reply,
 )
@@ -284,6 +285,9 @@ def test_bad_settings_get_clear_errors() -> None:
 async def test_ainvoke_matches_invoke() -> None:
     sync_out = build(correcting_llm(), ScriptedReader(CONFIDENT)).invoke({"question": QUESTION})
     async_out = await build(correcting_llm(), ScriptedReader(CONFIDENT)).ainvoke({"question": QUESTION})
+    # Exact, floats included: the confidences are the scripted reader's constants, and the BM25
+    # scores and ROUGE-L values come from the same single-threaded code on the same inputs
+    # (BM25Retriever's async search runs the sync one inline), so both runs are bit-identical.
     assert async_out == sync_out
 
 
@@ -356,14 +360,47 @@ def test_trace_names_each_step_with_its_round() -> None:
     names = [name for name, _ in collector.runs]
     for node in ("coq_generation", "ir_check", "feedback", "tracing", "retrieve", "read", "ir_check_node"):
         assert node in names, node
+    # Calls inside the nodes carry their step and round from the start (any callback handler sees it).
     rounds = {
-        (name, meta.get("searchain_round"))
+        (meta.get("searchain_step"), meta.get("searchain_round"))
         for name, meta in collector.runs
-        if "searchain_round" in meta and name in ("coq_generation", "read", "tracing")
+        if "searchain_round" in meta and name not in ("coq_generation", "ir_check", "feedback", "tracing")
     }
     assert {("coq_generation", 1), ("coq_generation", 2), ("read", 1), ("read", 2), ("tracing", 2)} <= rounds
     node_checks = [m["searchain_node"] for n, m in collector.runs if n == "ir_check_node"]
     assert node_checks == [1, 2, 3]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_langsmith_sees_one_run_per_node_with_its_round(mode: str) -> None:
+    tracer, client = langsmith_tracer()
+    graph = build(correcting_llm(), ScriptedReader(CONFIDENT))
+    config = {"callbacks": [tracer]}
+    if mode == "sync":
+        graph.invoke({"question": QUESTION}, config=config)
+    else:
+        asyncio.run(graph.ainvoke({"question": QUESTION}, config=config))
+    tracer.wait_for_futures()
+    (root_id,) = [rid for rid, run in client.recorded.items() if not run["parent"]]
+    assert client.recorded[root_id]["name"] == "searchain"
+    steps = [(r["name"], r["metadata"].get("searchain_round")) for r in client.children(root_id)]
+    assert steps == [
+        ("coq_generation", 1),
+        ("ir_check", 1),
+        ("feedback", 1),
+        ("coq_generation", 2),
+        ("ir_check", 2),
+        ("tracing", 2),
+    ]
+    for run_id, run in client.recorded.items():
+        # No run wraps a run of its own name (a node shows once), and every call inside a node
+        # carries the node's round.
+        for child in client.children(run_id):
+            assert child["name"] != run["name"], run["name"]
+            if run["parent"] == root_id:
+                assert child["metadata"]["searchain_round"] == run["metadata"]["searchain_round"]
+        if run["parent"] == root_id:
+            assert f"searchain:round:{run['metadata']['searchain_round']}" in run["tags"]
 
 
 def test_draws_the_graph() -> None:

@@ -3,14 +3,23 @@
 Everything stored here is a plain ``dict``/``list``/``str``/number, so that the
 state is msgpack-serialisable and every LangGraph checkpointer can persist it.
 The names follow Algorithm 1 of the paper (Xu et al., WWW 2024): ``processed``
-is the set *M* of processed queries, ``path`` is the correct reasoning path *R*,
+is the set *M* of processed queries, ``references`` is the correct reasoning path *R*,
 ``feedback`` is *F* and ``tree`` is the Tree-of-Reasoning *T*.
+
+What accumulates over a run (*M*, *R*, *T*, the conversation, the warnings, the cost counters and
+the IR results) is kept by reducers, so that each node returns only what it adds: a round's new
+branch, the nodes IR checked, one LLM call's cost. :func:`new_run` starts a run afresh (LangGraph's
+``Overwrite`` bypasses the reducers), so a second question on a checkpointed thread does not
+inherit the first one's path.
 """
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, NotRequired, cast
 
+from langgraph.types import Overwrite
 from typing_extensions import TypedDict
 
 NodeSource = Literal["llm", "corrected", "completed"]
@@ -99,6 +108,72 @@ class Usage(TypedDict):
     reader_calls: int
 
 
+def empty_usage() -> Usage:
+    """Zero counts for every :class:`Usage` field."""
+    return {
+        "llm_calls": 0,
+        "words_in": 0,
+        "words_out": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "retrieval_calls": 0,
+        "reader_calls": 0,
+    }
+
+
+def add_usage(total: Mapping[str, int] | None, more: Mapping[str, int] | None) -> Usage:
+    """Reducer of ``usage``: counts add up field by field (a node returns only its own calls)."""
+    out = empty_usage()
+    for part in (total or {}, more or {}):
+        for key, value in part.items():
+            out[key] += int(value)  # type: ignore[literal-required]
+    return out
+
+
+def merge_branches(tree: Sequence[Branch], more: Sequence[Mapping[str, Any]]) -> list[Branch]:
+    """Reducer of ``tree``: a branch of a new round is added; one of a known round is updated.
+
+    ``coq_generation`` adds the round's branch, and ``ir_check`` then returns
+    ``{"round": r, "checks": [...]}`` to record its verdicts on that branch.
+    """
+    out = list(tree)
+    where = {branch["round"]: i for i, branch in enumerate(out)}
+    for branch in more:
+        i = where.get(branch["round"])
+        if i is None:
+            where[branch["round"]] = len(out)
+            out.append(branch)  # type: ignore[arg-type]
+        else:
+            out[i] = cast(Branch, {**out[i], **branch})
+    return out
+
+
+def merge_results(
+    known: Mapping[str, dict[str, object]], more: Mapping[str, dict[str, object]]
+) -> dict[str, dict[str, object]]:
+    """Reducer of ``ir_cache``: results of newly retrieved queries join the known ones."""
+    return {**known, **more}
+
+
+ACCUMULATED: tuple[str, ...] = ("messages", "tree", "warnings", "references", "processed", "usage", "ir_cache")
+"""The channels kept by a reducer, which :func:`new_run` resets."""
+
+
+def new_run(**first: Any) -> dict[str, Any]:
+    """The update that starts a run: every accumulated channel replaced by ``first`` or emptied.
+
+    Example:
+        ``new_run(messages=[prompt, reply], tree=[branch])`` empties *M*, *R*, the warnings and
+        the counters, and starts the conversation and the tree with the first round's.
+    """
+    unknown = set(first) - set(ACCUMULATED)
+    if unknown:
+        raise ValueError(f"new_run() got channels without a reducer: {sorted(unknown)}")
+    empty: dict[str, Any] = {name: [] for name in ACCUMULATED}
+    empty.update(usage=empty_usage(), ir_cache={})
+    return {name: Overwrite(first.get(name, value)) for name, value in empty.items()}
+
+
 class InputState(TypedDict):
     """What a caller passes to the graph."""
 
@@ -114,27 +189,28 @@ class OutputState(TypedDict):
     """The short final answer, parsed from the traced final content."""
     final_content: str
     """The traced answer text, with ``[n]`` markers pointing at ``references``."""
-    references: list[Reference]
+    references: Annotated[list[Reference], operator.add]
     """The correct reasoning path *R*, one entry per node, in order."""
     rounds: int
     """LLM-IR interaction rounds used (1..max_rounds)."""
-    tree: list[Branch]
+    tree: Annotated[list[Branch], merge_branches]
     """The Tree-of-Reasoning: every CoQ branch generated, in order."""
-    usage: Usage
-    warnings: list[str]
+    usage: Annotated[Usage, add_usage]
+    """What the run cost: LLM calls, words and tokens in and out, retrievals and readings."""
+    warnings: Annotated[list[str], operator.add]
     """Everything that went wrong but was recovered from (malformed LLM output, etc.)."""
 
 
 class SearChainState(OutputState):
     """The working state of one SearChain run."""
 
-    messages: NotRequired[list[dict[str, str]]]
+    messages: NotRequired[Annotated[list[dict[str, str]], operator.add]]
     """The conversation with the LLM, as ``{"role", "content"}`` dicts."""
     chain: NotRequired[list[ChainNode]]
     """The current Chain-of-Query (the newest branch)."""
-    processed: NotRequired[list[str]]
+    processed: NotRequired[Annotated[list[str], operator.add]]
     """*M*: the queries IR has already processed."""
     feedback: NotRequired[Feedback | None]
     """*F*: the pending feedback, or ``None`` when every node passed."""
-    ir_cache: NotRequired[dict[str, dict[str, object]]]
+    ir_cache: NotRequired[Annotated[dict[str, dict[str, object]], merge_results]]
     """Retrieval and reading results per query, reused when a later branch repeats a query."""

@@ -15,10 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from langchain_core.documents import Document
 from rouge_score import rouge_scorer
 
+from searchain_graph.ir.corpus import passage_text
 from searchain_graph.method.parsing import answer_contains, normalize_answer
-from searchain_graph.method.state import ChainNode
+from searchain_graph.method.state import ChainNode, Feedback, Reference
+
+IRResult = dict[str, Any]
+"""What IR found for one query: ``document`` (a dict or ``None``), the reader's ``answer`` *g* and
+``confidence`` *f* (``None`` without a passage)."""
 
 QueryMatcher = Callable[[str, Sequence[str]], bool]
 """``is_duplicate(query, processed) -> bool``: the ``DuplicateQuery`` test of Algorithm 1."""
@@ -69,3 +75,47 @@ def normalized_duplicate(query: str, processed: Sequence[str]) -> bool:
 def rouge_l(prediction: str, reference: str) -> float:
     """ROUGE-L F-measure (``rouge-score``, with stemming)."""
     return float(_ROUGE.score(reference, prediction)["rougeL"].fmeasure)
+
+
+def check_record(node: ChainNode, result: IRResult, verdict: dict[str, Any]) -> dict[str, object]:
+    """The record of one verdict kept on its branch of the tree (``Branch.checks``)."""
+    record: dict[str, object] = {
+        "node": node["index"],
+        "query": node["query"],
+        "action": verdict["action"],
+        "reader_answer": result["answer"],
+        "confidence": result["confidence"],
+    }
+    if "rouge_l" in verdict:
+        record["rouge_l"] = verdict["rouge_l"]
+    return record
+
+
+def path_entry(index: int, node: ChainNode, result: IRResult, action: str, rnd: int) -> Reference:
+    """``R.add(q_i, a_i or g, d_i)``: the node on the correct path, with its supporting passage."""
+    source = {"completion": "completed", "correction": "corrected"}.get(action, "llm")
+    return {
+        "index": index,
+        "query": node["query"],
+        "answer": result["answer"] if source != "llm" else (node["answer"] or ""),
+        "source": source,  # type: ignore[typeddict-item]
+        "document": result["document"],
+        "confidence": result["confidence"],
+        "reader_answer": result["answer"],
+        "round": rnd,
+    }
+
+
+def feedback_for(action: str, node: ChainNode, result: IRResult) -> Feedback:
+    """*F*: what ``PromptForVerify``/``PromptForComplete`` tell the LLM about this node."""
+    doc = result["document"]
+    return {
+        "kind": action,  # type: ignore[typeddict-item]
+        "node": node["index"],
+        "query": node["query"],
+        "answer": result["answer"],
+        "llm_answer": node["answer"],
+        "passage": passage_text(Document(page_content=doc["page_content"], metadata=doc["metadata"])),
+        "confidence": float(result["confidence"]),
+        "message": "",
+    }

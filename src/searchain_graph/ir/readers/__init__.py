@@ -3,9 +3,10 @@
 * :mod:`~searchain_graph.ir.readers.base`: the ``Reader`` interface, batched reading, the
   log-odds confidence scale;
 * :mod:`~searchain_graph.ir.readers.llm`: ``LLMReader``, the chat model as reader;
-* :mod:`~searchain_graph.ir.readers.spans`: passage windows and span decoding shared by the
-  extractive readers;
-* :mod:`~searchain_graph.ir.readers.extractive`: ``ExtractiveQAReader`` (any SQuAD-style model)
-  and ``DPRReader`` (the paper's reader);
+* :mod:`~searchain_graph.ir.readers.spans`: span decoding, batch planning and passage windows
+  shared by the extractive readers (no model);
+* :mod:`~searchain_graph.ir.readers.extractive`: the extractive readers' shared base and
+  ``ExtractiveQAReader`` (any SQuAD-style model);
+* :mod:`~searchain_graph.ir.readers.dpr`: ``DPRReader`` (the paper's reader);
 * :mod:`~searchain_graph.ir.readers.load`: readers by name, for the command line.
 """

@@ -1,16 +1,10 @@
 """Extractive readers: a span-prediction model reads the passage and points at *g* (Section 3.3).
 
-Two readers share one implementation (windowing, batching, span search); they differ in
-how a passage is laid out for the model and in what their confidence *f* means.
-
-:class:`DPRReader` is the paper's reader, ``facebook/dpr-reader-multiset-base``
-(``transformers.DPRReader``). Input is laid out as in DPR,
-``[CLS] question [SEP] title [SEP] text``, where the title is the passage's first line
-(see :func:`split_passage`). *g* is the best span of the text (never of the title or the
-question) and *f* is DPR's **relevance logit**: how likely the passage is to hold the
-answer, an unbounded logit on DPR's own scale, typically between about -10 and 10. The
-paper and its code use θ = 1.5 with this reader, so :attr:`DPRReader.default_threshold`
-is 1.5.
+Two readers share one implementation, :class:`_SpanReader` (windowing, batching and span
+search from :mod:`~searchain_graph.ir.readers.spans`); they differ in how a passage is laid
+out for the model and in what their confidence *f* means. This module holds the shared base
+and :class:`ExtractiveQAReader`; the paper's reader, whose *f* is DPR's relevance logit, is
+:class:`~searchain_graph.ir.readers.dpr.DPRReader`.
 
 :class:`ExtractiveQAReader` takes any ``AutoModelForQuestionAnswering`` checkpoint
 (SQuAD-style start/end heads, BERT- or RoBERTa-style tokenizers); the default is
@@ -29,27 +23,18 @@ answer),
 
 Both readers:
 
-* find *g* with :func:`best_span`: the span of the passage's tokens with the highest
-  ``start_logit + end_logit``, end at or after start and at most ``max_answer_tokens``
-  tokens long (unlike the authors' code, which takes the two argmaxes independently and can
-  return an end before the start). Only tokens that carry text count: a byte-level BPE's
-  bare newline token, between title and text, is never part of an answer. *g* is the
-  passage's own substring (through the tokenizer's offset mappings), not detokenised word
-  pieces, widened to whole words (the tokenizer's words) when the span starts or ends inside
-  one (``"1976"``, not ``"6"`` of ``"##6"``; DPR's own code does the same);
-* never fail on long inputs: the question (and the DPR title) is cut to
-  ``max_query_tokens`` tokens, and a passage that does not fit in ``max_length`` tokens is
-  read in overlapping windows (``stride`` tokens shared by neighbours) that together cover
-  every token. Each window is scored on its own; the window with the highest *f* wins and
-  *g* is its best span;
+* find *g* with :func:`~searchain_graph.ir.readers.spans.best_span` and read long passages
+  in overlapping windows (see :mod:`~searchain_graph.ir.readers.spans`). Each window is
+  scored on its own; the window with the highest *f* wins and *g* is its best span;
 * return ``("", -10.0)`` for a passage with no text (an empty passage, a title alone),
   without running the model: there is nothing to extract;
-* batch: :meth:`~DPRReader.read_batch` encodes all windows of all pairs, sorts them by
+* batch: :meth:`~_SpanReader.read_batch` encodes all windows of all pairs, sorts them by
   length and runs one forward pass per padded mini-batch of at most ``batch_size`` windows
   under ``torch.inference_mode()`` (on a CPU, mini-batches are also cut where padding would
-  exceed ``max_padding``, see :func:`plan_batches`). :meth:`~DPRReader.read` is
-  ``read_batch`` of one pair, so the two agree;
-* load lazily, on the first read or on :meth:`~DPRReader.load`, through
+  exceed ``max_padding``, see :func:`~searchain_graph.ir.readers.spans.plan_batches`).
+  :meth:`~_SpanReader.read` is ``read_batch`` of one pair, so the two agree (up to the last
+  digits of *f*, which padding in a batch may change);
+* load lazily, on the first read or on :meth:`~_SpanReader.load`, through
   :func:`searchain_graph.llms.hub.from_pretrained`: a missing local directory or a hub name with
   no hub access fails with :class:`~searchain_graph.llms.hub.ModelNotFoundError`.
 """
@@ -59,181 +44,20 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from searchain_graph.ir.readers.base import MIN_CONFIDENCE, ReaderOutput, logprob_confidence
+from searchain_graph.ir.readers.spans import _cut_to_tokens, _encode_windows, _Window, best_span, plan_batches
 from searchain_graph.llms.hub import from_pretrained
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DPRReader", "ExtractiveQAReader", "best_span", "plan_batches", "split_passage"]
-
-DEFAULT_DPR_READER = "facebook/dpr-reader-multiset-base"
-"""The paper's reader checkpoint."""
+__all__ = ["DEFAULT_QA_READER", "ExtractiveQAReader"]
 
 DEFAULT_QA_READER = "deepset/roberta-base-squad2"
 """Default :class:`ExtractiveQAReader` checkpoint: RoBERTa-base fine-tuned on SQuAD 2.0 (so it can say "no answer")."""
-
-
-def best_span(
-    start_logits: torch.Tensor, end_logits: torch.Tensor, mask: torch.Tensor, max_answer_tokens: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The highest-scoring span of allowed tokens, for one sequence or a batch.
-
-    A span ``(s, e)`` is a candidate when ``s <= e <= s + max_answer_tokens - 1`` and every
-    position from ``s`` to ``e`` is allowed by ``mask``; its score is
-    ``start_logits[s] + end_logits[e]``. Ties go to the earliest start, then the shortest span.
-
-    Args:
-        start_logits: Start scores, shape ``(L,)`` or ``(B, L)``.
-        end_logits: End scores, same shape.
-        mask: ``True`` where a token may be part of the answer, same shape.
-        max_answer_tokens: Longest span, in tokens (at least 1).
-
-    Returns:
-        ``(starts, ends, scores)``, each of shape ``()`` or ``(B,)``. Where no position is
-        allowed, start and end are -1 and the score is ``-inf``.
-    """
-    import torch
-
-    if max_answer_tokens < 1:
-        raise ValueError(f"max_answer_tokens must be at least 1, got {max_answer_tokens}")
-    single = start_logits.dim() == 1
-    start = start_logits.unsqueeze(0) if single else start_logits
-    end = end_logits.unsqueeze(0) if single else end_logits
-    allowed = (mask.unsqueeze(0) if single else mask).to(torch.bool)
-    batch, length = start.shape
-    if length == 0:
-        missing = torch.full((batch,), -1, dtype=torch.long)
-        scores = torch.full((batch,), float("-inf"))
-        return (missing[0], missing[0], scores[0]) if single else (missing, missing, scores)
-    width = min(max_answer_tokens, length)
-    positions = torch.arange(length, device=start.device)
-    ends = positions[:, None] + torch.arange(width, device=start.device)[None, :]  # (L, K): e = s + k
-    in_range = ends < length
-    ends = ends.clamp(max=length - 1)
-    # Number of disallowed positions in [0, i]: a span is clean when the count does not grow.
-    blocked = (~allowed).to(torch.long).cumsum(-1)
-    clean = (blocked[:, ends] == blocked[:, :, None]) & allowed[:, :, None] & in_range[None]
-    scores = start.float()[:, :, None] + end.float()[:, ends]
-    scores = scores.masked_fill(~clean, float("-inf")).reshape(batch, length * width)
-    best, flat = scores.max(dim=-1)  # first maximum: earliest start, then shortest span
-    starts = torch.div(flat, width, rounding_mode="floor")
-    stops = starts + flat % width
-    none = torch.isneginf(best)
-    starts = starts.masked_fill(none, -1)
-    stops = stops.masked_fill(none, -1)
-    if single:
-        return starts[0], stops[0], best[0]
-    return starts, stops, best
-
-
-def plan_batches(lengths: Sequence[int], batch_size: int, max_padding: float | None = None) -> list[list[int]]:
-    """Group sequences into padded mini-batches: longest first, at most ``batch_size`` each.
-
-    With ``max_padding``, a mini-batch is also closed before its padding would exceed
-    ``max_padding`` times its real tokens. Padding is computed like real tokens; on a CPU,
-    where a forward pass costs about the same per token batched or not, a padded batch of
-    uneven sequences is slower than reading them one at a time.
-
-    Args:
-        lengths: Length of each sequence.
-        batch_size: Most sequences per mini-batch.
-        max_padding: Most padding per mini-batch, as a fraction of its real tokens (``None``: no limit).
-
-    Returns:
-        Indices into ``lengths``, one list per mini-batch, longest sequences first.
-    """
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    batches: list[list[int]] = []
-    current: list[int] = []
-    tokens = 0
-    for i in order:
-        if current:
-            full = len(current) >= batch_size
-            padded = lengths[current[0]] * (len(current) + 1)
-            if full or (max_padding is not None and padded > (1 + max_padding) * (tokens + lengths[i])):
-                batches.append(current)
-                current, tokens = [], 0
-        current.append(i)
-        tokens += lengths[i]
-    if current:
-        batches.append(current)
-    return batches
-
-
-def split_passage(passage: str) -> tuple[str, str, int]:
-    r"""Split a reader passage ``"title\ntext"`` into ``(title, text, offset of text in passage)``.
-
-    The graph gives readers ``title + "\n" + text``, or the text alone when there is no
-    title (:func:`~searchain_graph.ir.corpus.passage_text`), so the first line is the title
-    when there is more than one line. A passage of one line is all text.
-    """
-    title, newline, text = passage.partition("\n")
-    if not newline:
-        return "", passage, 0
-    return title.strip(), text, len(title) + 1
-
-
-def _cut_to_tokens(tokenizer: Any, text: str, limit: int) -> str:
-    """``text`` cut, at a token boundary, to its first ``limit`` tokens."""
-    encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-    offsets = encoding["offset_mapping"]
-    if len(offsets) <= limit:
-        return text
-    return text[: offsets[limit - 1][1]] if limit > 0 else ""
-
-
-@dataclass(slots=True)
-class _Window:
-    """One model input: the question and a stretch of a passage's context tokens."""
-
-    input_ids: list[int]
-    token_type_ids: list[int] | None
-    context: tuple[int, int]  # token positions [first, last + 1) of the context
-    char_offsets: list[tuple[int, int]]  # per context token: (start, end) in the passage string
-    answerable: list[bool]  # per context token: it carries text (not a bare newline), so an answer may use it
-    word_ids: list[int | None]  # per context token: the tokenizer's word index (word pieces share one)
-    null_index: int  # the [CLS]/<s> position ("no answer" for SQuAD 2.0 models)
-
-
-def _encode_windows(
-    tokenizer: Any, question: str, context: str, *, max_length: int, stride: int, context_offset: int
-) -> list[_Window]:
-    """Pair-encode ``(question, context)`` in overlapping windows that together cover the context.
-
-    Uses the tokenizer's own pair layout (``[CLS] q [SEP] c [SEP]``, ``<s> q </s></s> c </s>``,
-    ...) with ``truncation="only_second"`` and overflowing windows of ``stride`` shared tokens.
-    ``context_offset`` is where ``context`` starts in the passage string.
-    """
-    encoding = tokenizer(
-        question,
-        context,
-        truncation="only_second",
-        max_length=max_length,
-        stride=stride,
-        return_overflowing_tokens=True,
-        return_offsets_mapping=True,
-        return_token_type_ids="token_type_ids" in tokenizer.model_input_names,
-    )
-    cls_id = tokenizer.cls_token_id
-    windows = []
-    for i, input_ids in enumerate(encoding["input_ids"]):
-        positions = [j for j, seq in enumerate(encoding.sequence_ids(i)) if seq == 1]
-        if not positions:
-            continue
-        first, last = positions[0], positions[-1] + 1
-        spans = encoding["offset_mapping"][i][first:last]
-        offsets = [(a + context_offset, b + context_offset) for a, b in spans]
-        answerable = [bool(context[a:b].strip()) for a, b in spans]
-        type_ids = encoding["token_type_ids"][i] if "token_type_ids" in encoding else None
-        null_index = input_ids.index(cls_id) if cls_id is not None and cls_id in input_ids else 0
-        words = encoding.word_ids(i)[first:last]
-        windows.append(_Window(list(input_ids), type_ids, (first, last), offsets, answerable, words, null_index))
-    return windows
 
 
 class _SpanReader:
@@ -414,116 +238,6 @@ class _SpanReader:
         return passage[window.char_offsets[first][0] : window.char_offsets[last][1]].strip()
 
 
-class DPRReader(_SpanReader):
-    r"""The paper's reader: DPR's extractive reader, *f* = its relevance logit (θ = 1.5).
-
-    See the module docstring for the layout, windowing and batching. The weights load on
-    the first read, or on :meth:`load`.
-
-    Args:
-        model: A local directory or hub name of a ``transformers.DPRReader`` checkpoint with
-            its tokenizer (default ``facebook/dpr-reader-multiset-base``, as in the paper).
-        device: Torch device; ``None`` picks ``cuda`` when available, else ``cpu``.
-        max_length: Tokens per window, question and title included (350, as in DPR).
-        stride: Tokens shared by neighbouring windows of a long passage.
-        max_answer_tokens: Longest answer, in tokens (10, as in DPR).
-        max_query_tokens: The question and the title are each cut to this many tokens.
-        batch_size: Most windows per forward pass.
-        max_padding: Most padding per forward pass, as a fraction of its real tokens
-            (:func:`plan_batches`); ``None``: no limit on a CUDA device, 0.2 elsewhere (on a
-            CPU, padding costs as much as real tokens). ``float("inf")``: no limit.
-
-    Attributes:
-        default_threshold: θ for this reader's *f*, 1.5 (the paper's value for DPR's
-            relevance logit).
-
-    Example:
-        >>> reader = DPRReader("/models/dpr-reader-multiset-base")  # doctest: +SKIP
-        >>> reader.read("Where was Kevin Drew born?", "Kevin Drew\nKevin Drew was born in Toronto.")  # doctest: +SKIP
-        ReaderOutput(answer='Toronto', confidence=6.1)
-    """
-
-    default_threshold: ClassVar[float] = 1.5
-    _what: ClassVar[str] = "DPR reader"
-
-    def __init__(
-        self,
-        model: str | Path = DEFAULT_DPR_READER,
-        *,
-        device: str | None = None,
-        max_length: int = 350,
-        stride: int = 128,
-        max_answer_tokens: int = 10,
-        max_query_tokens: int = 64,
-        batch_size: int = 32,
-        max_padding: float | None = None,
-    ) -> None:
-        super().__init__(
-            model,
-            device=device,
-            max_length=max_length,
-            stride=stride,
-            max_answer_tokens=max_answer_tokens,
-            max_query_tokens=max_query_tokens,
-            batch_size=batch_size,
-            max_padding=max_padding,
-        )
-
-    @staticmethod
-    def _reserved_tokens(max_query_tokens: int) -> int:
-        return 2 * max_query_tokens + 3  # [CLS] question [SEP] title [SEP]
-
-    def _load(self, source: str) -> tuple[Any, Any]:
-        from transformers import DPRReader as HFDPRReader
-        from transformers import DPRReaderTokenizerFast
-
-        tokenizer = from_pretrained(DPRReaderTokenizerFast.from_pretrained, source, what="DPR reader tokenizer")
-        model = from_pretrained(HFDPRReader.from_pretrained, source, what=self._what)
-        return tokenizer, model
-
-    def _windows(self, query: str, passage: str) -> list[_Window]:
-        """``[CLS] question [SEP] title [SEP] text``, the text in windows.
-
-        The question and text are pair-encoded in windows (``[CLS] q [SEP] text [SEP]``) by
-        the shared encoder; the title is then put after the first ``[SEP]`` and the closing
-        ``[SEP]`` dropped, which is DPR's layout (no separator after the text).
-        """
-        title, text, offset = split_passage(passage)
-        if not text.strip():
-            return []
-        tok = self._tokenizer
-        question = _cut_to_tokens(tok, query, self.max_query_tokens)
-        title_ids = tok(title, add_special_tokens=False)["input_ids"][: self.max_query_tokens] if title else []
-        windows = _encode_windows(
-            tok, question, text, max_length=self.max_length - len(title_ids), stride=self.stride, context_offset=offset
-        )
-        for window in windows:
-            first, last = window.context
-            title_part = [*title_ids, tok.sep_token_id]
-            window.input_ids = window.input_ids[:first] + title_part + window.input_ids[first:last]
-            window.context = (first + len(title_part), last + len(title_part))
-            window.token_type_ids = None  # DPR's reader takes none
-        return windows
-
-    def _forward(self, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        out = self._model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
-        return out.start_logits, out.end_logits, out.relevance_logits
-
-    def _confidence(
-        self,
-        start_logits: torch.Tensor,
-        end_logits: torch.Tensor,
-        relevance: torch.Tensor | None,
-        allowed: torch.Tensor,
-        windows: Sequence[_Window],
-        starts: torch.Tensor,
-        ends: torch.Tensor,
-    ) -> list[float]:
-        """*f* = the window's relevance logit."""
-        assert relevance is not None
-        return [float(r) for r in relevance.tolist()]
-
-
 class ExtractiveQAReader(_SpanReader):
     r"""Any SQuAD-style extractive QA model; *f* = log-odds of the span's probability (θ = 1.5 ⇔ p > 0.82).
 
@@ -544,8 +258,9 @@ class ExtractiveQAReader(_SpanReader):
         max_query_tokens: The question is cut to this many tokens.
         batch_size: Most windows per forward pass.
         max_padding: Most padding per forward pass, as a fraction of its real tokens
-            (:func:`plan_batches`); ``None``: no limit on a CUDA device, 0.2 elsewhere (on a
-            CPU, padding costs as much as real tokens). ``float("inf")``: no limit.
+            (:func:`~searchain_graph.ir.readers.spans.plan_batches`); ``None``: no limit on a
+            CUDA device, 0.2 elsewhere (on a CPU, padding costs as much as real tokens).
+            ``float("inf")``: no limit.
 
     Attributes:
         default_threshold: θ for this reader's *f*, 1.5, i.e. ``p > 0.82``: the threshold

@@ -25,7 +25,8 @@ def load_reader(spec: str, llm: BaseChatModel) -> Reader:
     if kind == "llm":
         return LLMReader(llm)
     if kind in ("dpr", "extractive"):
-        from searchain_graph.ir.readers.extractive import DPRReader, ExtractiveQAReader
+        from searchain_graph.ir.readers.dpr import DPRReader
+        from searchain_graph.ir.readers.extractive import ExtractiveQAReader
 
         cls = DPRReader if kind == "dpr" else ExtractiveQAReader
         reader = cls(model) if model else cls()

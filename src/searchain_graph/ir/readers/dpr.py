@@ -1,0 +1,144 @@
+"""The paper's reader: DPR's extractive reader, *f* = its relevance logit (Section 3.3).
+
+:class:`DPRReader` reads with ``facebook/dpr-reader-multiset-base``
+(``transformers.DPRReader``). Input is laid out as in DPR,
+``[CLS] question [SEP] title [SEP] text``, where the title is the passage's first line
+(see :func:`~searchain_graph.ir.readers.spans.split_passage`). *g* is the best span of the
+text (never of the title or the question) and *f* is DPR's **relevance logit**: how likely
+the passage is to hold the answer, an unbounded logit on DPR's own scale, typically between
+about -10 and 10. The paper and its code use θ = 1.5 with this reader, so
+:attr:`DPRReader.default_threshold` is 1.5.
+
+Windowing, batching, span search and loading are shared with
+:class:`~searchain_graph.ir.readers.extractive.ExtractiveQAReader` (see
+:mod:`~searchain_graph.ir.readers.extractive` and :mod:`~searchain_graph.ir.readers.spans`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from searchain_graph.ir.readers.extractive import _SpanReader
+from searchain_graph.ir.readers.spans import _cut_to_tokens, _encode_windows, _Window, split_passage
+from searchain_graph.llms.hub import from_pretrained
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["DEFAULT_DPR_READER", "DPRReader"]
+
+DEFAULT_DPR_READER = "facebook/dpr-reader-multiset-base"
+"""The paper's reader checkpoint."""
+
+
+class DPRReader(_SpanReader):
+    r"""The paper's reader: DPR's extractive reader, *f* = its relevance logit (θ = 1.5).
+
+    See the module docstring for the layout, and :mod:`~searchain_graph.ir.readers.extractive`
+    for windowing and batching. The weights load on the first read, or on :meth:`load`.
+
+    Args:
+        model: A local directory or hub name of a ``transformers.DPRReader`` checkpoint with
+            its tokenizer (default ``facebook/dpr-reader-multiset-base``, as in the paper).
+        device: Torch device; ``None`` picks ``cuda`` when available, else ``cpu``.
+        max_length: Tokens per window, question and title included (350, as in DPR).
+        stride: Tokens shared by neighbouring windows of a long passage.
+        max_answer_tokens: Longest answer, in tokens (10, as in DPR).
+        max_query_tokens: The question and the title are each cut to this many tokens.
+        batch_size: Most windows per forward pass.
+        max_padding: Most padding per forward pass, as a fraction of its real tokens
+            (:func:`~searchain_graph.ir.readers.spans.plan_batches`); ``None``: no limit on a
+            CUDA device, 0.2 elsewhere (on a CPU, padding costs as much as real tokens).
+            ``float("inf")``: no limit.
+
+    Attributes:
+        default_threshold: θ for this reader's *f*, 1.5 (the paper's value for DPR's
+            relevance logit).
+
+    Example:
+        >>> reader = DPRReader("/models/dpr-reader-multiset-base")  # doctest: +SKIP
+        >>> reader.read("Where was Kevin Drew born?", "Kevin Drew\nKevin Drew was born in Toronto.")  # doctest: +SKIP
+        ReaderOutput(answer='Toronto', confidence=6.1)
+    """
+
+    default_threshold: ClassVar[float] = 1.5
+    _what: ClassVar[str] = "DPR reader"
+
+    def __init__(
+        self,
+        model: str | Path = DEFAULT_DPR_READER,
+        *,
+        device: str | None = None,
+        max_length: int = 350,
+        stride: int = 128,
+        max_answer_tokens: int = 10,
+        max_query_tokens: int = 64,
+        batch_size: int = 32,
+        max_padding: float | None = None,
+    ) -> None:
+        super().__init__(
+            model,
+            device=device,
+            max_length=max_length,
+            stride=stride,
+            max_answer_tokens=max_answer_tokens,
+            max_query_tokens=max_query_tokens,
+            batch_size=batch_size,
+            max_padding=max_padding,
+        )
+
+    @staticmethod
+    def _reserved_tokens(max_query_tokens: int) -> int:
+        return 2 * max_query_tokens + 3  # [CLS] question [SEP] title [SEP]
+
+    def _load(self, source: str) -> tuple[Any, Any]:
+        from transformers import DPRReader as HFDPRReader
+        from transformers import DPRReaderTokenizerFast
+
+        tokenizer = from_pretrained(DPRReaderTokenizerFast.from_pretrained, source, what="DPR reader tokenizer")
+        model = from_pretrained(HFDPRReader.from_pretrained, source, what=self._what)
+        return tokenizer, model
+
+    def _windows(self, query: str, passage: str) -> list[_Window]:
+        """``[CLS] question [SEP] title [SEP] text``, the text in windows.
+
+        The question and text are pair-encoded in windows (``[CLS] q [SEP] text [SEP]``) by
+        the shared encoder; the title is then put after the first ``[SEP]`` and the closing
+        ``[SEP]`` dropped, which is DPR's layout (no separator after the text).
+        """
+        title, text, offset = split_passage(passage)
+        if not text.strip():
+            return []
+        tok = self._tokenizer
+        question = _cut_to_tokens(tok, query, self.max_query_tokens)
+        title_ids = tok(title, add_special_tokens=False)["input_ids"][: self.max_query_tokens] if title else []
+        windows = _encode_windows(
+            tok, question, text, max_length=self.max_length - len(title_ids), stride=self.stride, context_offset=offset
+        )
+        for window in windows:
+            first, last = window.context
+            title_part = [*title_ids, tok.sep_token_id]
+            window.input_ids = window.input_ids[:first] + title_part + window.input_ids[first:last]
+            window.context = (first + len(title_part), last + len(title_part))
+            window.token_type_ids = None  # DPR's reader takes none
+        return windows
+
+    def _forward(self, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        out = self._model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
+        return out.start_logits, out.end_logits, out.relevance_logits
+
+    def _confidence(
+        self,
+        start_logits: torch.Tensor,
+        end_logits: torch.Tensor,
+        relevance: torch.Tensor | None,
+        allowed: torch.Tensor,
+        windows: Sequence[_Window],
+        starts: torch.Tensor,
+        ends: torch.Tensor,
+    ) -> list[float]:
+        """*f* = the window's relevance logit."""
+        assert relevance is not None
+        return [float(r) for r in relevance.tolist()]

@@ -1,0 +1,37 @@
+"""Assertions shared by the tests: float results of two code paths compared with a tolerance.
+
+Two code paths that compute the same value in float32 (a batch against a single read, an
+async call against a sync one, mini-batches against one batch) may differ in the last
+digits: padding or a different batch size picks other kernels and sums in another order,
+and which ones depends on the machine. Such results are compared with :data:`FLOAT_TOLERANCE`;
+answers, ids and order still have to match exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from searchain_graph.ir.readers.base import ReaderOutput
+
+FLOAT_TOLERANCE: dict[str, float] = {"rel": 1e-5, "abs": 1e-4}
+"""Tolerance for float32 results of two code paths: float32 rounding is about 6e-8 relative."""
+
+
+def close(value: Any) -> Any:
+    """``pytest.approx(value)`` with :data:`FLOAT_TOLERANCE` (a number or a flat sequence of numbers)."""
+    return pytest.approx(value, **FLOAT_TOLERANCE)
+
+
+def assert_reads_close(got: ReaderOutput | Sequence[ReaderOutput], want: ReaderOutput | Sequence[ReaderOutput]) -> None:
+    """The same answers, exactly, and the same confidences up to float rounding.
+
+    Takes one :class:`ReaderOutput` each or two sequences of them, pair by pair.
+    """
+    got_list = [got] if isinstance(got, ReaderOutput) else list(got)
+    want_list = [want] if isinstance(want, ReaderOutput) else list(want)
+    assert all(isinstance(out, ReaderOutput) for out in got_list), got_list
+    assert [out.answer for out in got_list] == [out.answer for out in want_list]
+    assert [out.confidence for out in got_list] == close([out.confidence for out in want_list])
