@@ -1,0 +1,211 @@
+"""The package's shape: layers that only import downwards, no import cycles, modules of a readable size.
+
+The layers, lowest first (``docs/architecture.md`` argues the cut):
+
+* ``llms``: local models and how they are found;
+* ``ir``: corpora, indexes, retrievers, readers;
+* ``method``: SearChain itself (state, prompts, parsing, verdict, nodes, graph);
+* ``evaluation``: datasets, metrics, baselines, the harness, the report;
+* ``cli``: the ``searchain`` command.
+
+A module may import its own layer and the layers below it. Nothing imports the top-level
+``searchain_graph`` package (the public facade) except ``__main__``. Imports inside functions
+count too: a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import searchain_graph
+
+LAYERS = ("llms", "ir", "method", "evaluation", "cli")
+MAX_LINES = 420
+"""About 400: a module a reader can hold."""
+PUBLIC_API = {
+    "BM25Retriever",
+    "ColBERTRetriever",
+    "CorpusFormatError",
+    "DPRReader",
+    "ExtractiveQAReader",
+    "IndexSummary",
+    "InputState",
+    "InvalidQuestionError",
+    "LLMReader",
+    "ModelNotFoundError",
+    "OutputState",
+    "PassageStore",
+    "ParsedChain",
+    "QueryMatcher",
+    "Reader",
+    "ReaderOutput",
+    "Reference",
+    "SearChainContext",
+    "SearChainState",
+    "TransformersChatModel",
+    "build_index",
+    "create_searchain_graph",
+    "extract_final_answer",
+    "iter_corpus",
+    "load_chat_model",
+    "load_corpus",
+    "load_index",
+    "normalize_answer",
+    "normalized_duplicate",
+    "parse_chain",
+}
+"""The top-level names before the package was split into layers: they must keep importing."""
+
+
+def modules(root: Path, package: str) -> dict[str, Path]:
+    """Every module of the package under ``root``, by dotted name (a package is its ``__init__``)."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join([package, *parts])] = path
+    return found
+
+
+def _imported_names(tree: ast.AST, module: str, is_package: bool) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")
+                anchor = anchor if is_package else anchor[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """``module -> modules of the package it imports`` (at module level or inside functions)."""
+    found = modules(root, package)
+    graph: dict[str, set[str]] = {}
+    for name, path in found.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        targets = set()
+        for imported in _imported_names(tree, name, path.name == "__init__.py"):
+            if imported in found:
+                targets.add(imported)
+            elif imported.rpartition(".")[0] in found and imported.startswith(package + "."):
+                # ``from package.module import name``: the base module was yielded already.
+                continue
+        # ``from a.b import c`` yields ``a.b`` and ``a.b.c``: when ``c`` is a submodule, ``a.b`` is
+        # only its parent package, which Python imports on the way, not a dependency of the code.
+        targets = {t for t in targets if not any(o.startswith(t + ".") for o in targets)}
+        graph[name] = targets - {name}
+    return graph
+
+
+def layer(module: str, package: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[0] == package and parts[1] in LAYERS else None
+
+
+def upward_imports(graph: dict[str, set[str]], package: str) -> list[str]:
+    """Every import of a higher layer, or of the top-level facade, as ``"a -> b (why)"``."""
+    bad = []
+    for source, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if target == package and source != f"{package}.__main__":
+                bad.append(f"{source} -> {target} (imports the top-level package)")
+            src_layer, dst_layer = layer(source, package), layer(target, package)
+            if src_layer is not None and dst_layer is not None and dst_layer > src_layer:
+                bad.append(f"{source} -> {target} ({LAYERS[src_layer]} imports {LAYERS[dst_layer]})")
+    return bad
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+PACKAGE_ROOT = Path(searchain_graph.__file__).parent
+GRAPH = import_graph(PACKAGE_ROOT, "searchain_graph")
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    outside = [m for m in GRAPH if layer(m, "searchain_graph") is None]
+    assert sorted(outside) == ["searchain_graph", "searchain_graph.__main__", "searchain_graph._version"]
+    for name in LAYERS:
+        assert f"searchain_graph.{name}" in GRAPH, name
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(GRAPH) == []
+
+
+def test_lower_layers_never_import_higher_ones() -> None:
+    assert upward_imports(GRAPH, "searchain_graph") == []
+
+
+def test_the_checks_catch_a_cycle_and_an_upward_import(tmp_path: Path) -> None:
+    root = tmp_path / "pkg"
+    for folder in ("llms", "ir", "method"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "__init__.py").write_text("")
+    (root / "__init__.py").write_text("from pkg.method.graph import build\n")
+    (root / "llms" / "hub.py").write_text("def load():\n    from pkg.method.graph import build\n")
+    (root / "method" / "graph.py").write_text("from pkg.llms import hub\nfrom . import nodes\n")
+    (root / "method" / "nodes.py").write_text("from .graph import build\n")
+    (root / "ir" / "index.py").write_text("import pkg\n")
+    graph = import_graph(root, "pkg")
+    assert graph["pkg.method.graph"] == {"pkg.llms.hub", "pkg.method.nodes"}
+    assert cycles(graph) == [["pkg.llms.hub", "pkg.method.graph", "pkg.method.nodes"]]
+    assert upward_imports(graph, "pkg") == [
+        "pkg.ir.index -> pkg (imports the top-level package)",
+        "pkg.llms.hub -> pkg.method.graph (llms imports method)",
+    ]
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_modules_stay_readable(module: str) -> None:
+    path = modules(PACKAGE_ROOT, "searchain_graph")[module]
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(PACKAGE_ROOT)} has {lines} lines: split it along a real seam"
+
+
+def test_public_api_still_imports_from_the_top_level() -> None:
+    assert PUBLIC_API <= set(searchain_graph.__all__)
+    for name in searchain_graph.__all__:
+        assert getattr(searchain_graph, name) is not None, name
