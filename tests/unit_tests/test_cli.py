@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from searchain_graph._version import __version__
 from searchain_graph.cli import main
+from searchain_graph.evaluation.datasets import DATASETS, TASKS
+from searchain_graph.evaluation.methods import METHOD_DESCRIPTIONS, METHODS
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = str(ROOT / "examples/data/searchain_demo.jsonl")
@@ -52,3 +58,47 @@ def test_broken_corpus_line_is_named(tmp_path: Path, capsys: pytest.CaptureFixtu
     corpus.write_text('{"id": 1, "text": "fine"}\n{"id": 2, "text": \n', encoding="utf-8")
     assert main(["ask", QUESTION, "--corpus", str(corpus)]) == 2
     assert "c.jsonl:2: not valid JSON" in capsys.readouterr().err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == f"searchain-graph {importlib.metadata.version('searchain-graph')}\n"
+
+
+def test_python_m_version() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "searchain_graph", "--version"], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"searchain-graph {__version__}"
+
+
+def test_eval_help_lists_every_method_and_dataset(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["eval", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ") and line.split()}
+    for name in METHODS:
+        assert name in rows, name
+        assert " ".join(METHOD_DESCRIPTIONS[name].split()[:3]) in rows[name]
+    for name in DATASETS:
+        assert name in rows, name
+        assert TASKS[name] in rows[name]
+
+
+def test_every_method_has_a_description() -> None:
+    assert list(METHOD_DESCRIPTIONS) == list(METHODS)
+    assert all(text.strip() for text in METHOD_DESCRIPTIONS.values())
+
+
+def test_building_the_parser_does_not_import_the_registries() -> None:
+    code = (
+        "import sys; from searchain_graph.cli.main import _build_parser; before = set(sys.modules); "
+        "_build_parser(); print(sorted(m for m in set(sys.modules) - before if 'evaluation' in m))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

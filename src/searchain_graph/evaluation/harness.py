@@ -12,13 +12,9 @@ the final path came from (``llm`` / ``corrected`` / ``completed``) and how many 
 items the final content cites. :mod:`searchain_graph.evaluation.report` turns records into the paper's
 tables.
 
-Methods (all LangGraph graphs, see :data:`METHODS`):
-
-* ``searchain``: the full method; ``searchain_no_ir``, ``searchain_no_verification``,
-  ``searchain_no_completion``: its ablations;
-* ``ircot``: IRCoT (Trivedi et al., 2023), the main baseline; ``self_ask``: Self-Ask with
-  retrieval; ``direct_retrieval``: retrieve with the question, then answer;
-* ``direct`` and ``cot``: no retrieval.
+Methods: the names of :data:`~searchain_graph.evaluation.methods.METHODS` (SearChain, its
+ablations, IRCoT, Self-Ask, direct retrieval, direct and CoT), each a LangGraph graph built by
+its factory in :mod:`searchain_graph.evaluation.methods`.
 """
 
 from __future__ import annotations
@@ -37,65 +33,20 @@ from langchain_core.retrievers import BaseRetriever
 
 from searchain_graph.evaluation.baselines import reasoning_steps
 from searchain_graph.evaluation.datasets import Example
+from searchain_graph.evaluation.methods import METHODS, GraphFactory, parse_methods
 from searchain_graph.evaluation.metrics import score
 from searchain_graph.ir.readers.base import Reader
 from searchain_graph.method.parsing import citations, parse_chain
 
-GraphFactory = Callable[[BaseChatModel, BaseRetriever, Reader, str], Any]
-"""``(llm, retriever, reader, task) -> compiled graph``."""
-
-
-def _searchain(**options: Any) -> GraphFactory:
-    def build(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-        from searchain_graph.method.graph import create_searchain_graph
-
-        return create_searchain_graph(llm, retriever, reader, task=task, **options)
-
-    return build
-
-
-def _baseline(factory_name: str, *, retriever: bool = False, reader: bool = False) -> GraphFactory:
-    def build(llm: BaseChatModel, retr: BaseRetriever, rdr: Reader, task: str) -> Any:
-        from searchain_graph.evaluation import baselines
-
-        factory = getattr(baselines, factory_name)
-        args: list[Any] = [llm]
-        if retriever:
-            args.append(retr)
-        if reader:
-            args.append(rdr)
-        return factory(*args, task=task)
-
-    return build
-
-
-METHODS: dict[str, GraphFactory] = {
-    "searchain": _searchain(),
-    "searchain_no_ir": _baseline("create_searchain_no_ir_graph"),
-    "searchain_no_verification": _searchain(verification=False),
-    "searchain_no_completion": _searchain(completion=False),
-    "ircot": _baseline("create_ircot_graph", retriever=True),
-    "self_ask": _baseline("create_self_ask_graph", retriever=True, reader=True),
-    "direct_retrieval": _baseline("create_direct_retrieval_graph", retriever=True),
-    "direct": _baseline("create_direct_graph"),
-    "cot": _baseline("create_cot_graph"),
-}
-"""Every method the harness runs, by name."""
-
-
-def parse_methods(spec: str | Sequence[str]) -> list[str]:
-    """``"searchain,ircot"`` (or ``"all"``) to a list of method names.
-
-    Raises:
-        ValueError: an unknown method name (the message lists the known ones).
-    """
-    names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
-    if names == ["all"]:
-        return list(METHODS)
-    unknown = [n for n in names if n not in METHODS]
-    if unknown or not names:
-        raise ValueError(f"unknown method(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(METHODS)}")
-    return list(dict.fromkeys(names))
+__all__ = [  # METHODS, GraphFactory and parse_methods live in evaluation.methods; re-exported here
+    "METHODS",
+    "GraphFactory",
+    "RunSummary",
+    "make_record",
+    "parse_methods",
+    "read_records",
+    "run_evaluation",
+]
 
 
 def _steps(method: str, out: dict[str, Any]) -> int:
@@ -219,7 +170,7 @@ def run_evaluation(
 
     Args:
         examples: Questions (see :mod:`searchain_graph.evaluation.datasets`).
-        methods: Names from :data:`METHODS`.
+        methods: Names from :data:`~searchain_graph.evaluation.methods.METHODS`.
         llm: The one LLM every method uses.
         retriever: The one retriever every retrieval method uses.
         reader: The one reader (SearChain, Self-Ask).

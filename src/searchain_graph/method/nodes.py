@@ -247,7 +247,11 @@ class SearChainNodes:
     def tracing(self, state: SearChainState, runtime: Runtime[SearChainContext]) -> dict[str, Any]:
         """Write the final content over *R*, citing each step's passage as ``[n]``."""
         task, sent = self._tracing_request(state, self.settings(runtime))
-        reply = self.llm.invoke(sent, config=trace_config("tracing", int(state.get("rounds") or 1), named=False)) if sent else None
+        reply = (
+            self.llm.invoke(sent, config=trace_config("tracing", int(state.get("rounds") or 1), named=False))
+            if sent
+            else None
+        )
         return _final_content(state, task, sent, reply)
 
     async def atracing(self, state: SearChainState, runtime: Runtime[SearChainContext]) -> dict[str, Any]:

@@ -1,0 +1,77 @@
+r"""The paper's baselines as LangGraph graphs sharing SearChain's LLM, retriever and reader.
+
+One factory per method; each returns a compiled graph with input ``{"question": str}`` and
+output :class:`MethodOutput` (the keys ``question``, ``answer``, ``final_content``, ``rounds``,
+``usage`` and ``warnings`` mean what they mean in SearChain's output; ``passages`` are the
+retrieved passages the method used)::
+
+    create_cot_graph(llm)                        # CoT: few-shot chain of thought, no retrieval
+    create_direct_graph(llm)                     # direct answer, no retrieval
+    create_direct_retrieval_graph(llm, ret)      # the paper's "Direct Retrieval": top-k, then answer
+    create_self_ask_graph(llm, ret, reader)      # Self-Ask with a search engine (Press et al., 2023)
+    create_ircot_graph(llm, ret)                 # IRCoT (Trivedi et al., 2023)
+    create_searchain_no_ir_graph(llm)            # SearChain w/o IR (Figure 8)
+
+The other SearChain ablations are ``create_searchain_graph(..., verification=False)`` and
+``completion=False``.
+
+Modules, one per method family:
+
+* :mod:`~searchain_graph.evaluation.baselines.prompting`: no retrieval: CoT (Wei et al., 2022;
+  Kojima et al., 2022), direct prompting and SearChain w/o IR (Xu et al., 2024, Figure 8);
+* :mod:`~searchain_graph.evaluation.baselines.direct_retrieval`: the SearChain paper's "Direct
+  Retrieval" (retrieve with the question, then answer);
+* :mod:`~searchain_graph.evaluation.baselines.self_ask`: Self-Ask (Press et al., 2023);
+* :mod:`~searchain_graph.evaluation.baselines.ircot`: IRCoT (Trivedi et al., 2023);
+* :mod:`~searchain_graph.evaluation.baselines.prompts`: their prompts and demonstrations;
+* :mod:`~searchain_graph.evaluation.baselines.common`: the shared state, answer parsing and
+  paragraph rendering; :mod:`~searchain_graph.evaluation.baselines.driver`: how the nodes call the
+  LLM, retriever and reader (one body for ``invoke`` and ``ainvoke``).
+
+Design choices (see each factory for details):
+
+* **Self-Ask** answers each follow-up from the top-1 passage retrieved for it: with the
+  reader's *g* when a reader is given and *g* is non-empty, otherwise by asking the LLM to
+  read that passage (:data:`~searchain_graph.evaluation.baselines.prompts.SELF_ASK_READ_PROMPT`).
+  Press et al. used a search engine's answer box; the reader's span is the closest analogue, the
+  LLM reading the snippet is their fallback. After ``max_steps`` follow-ups the model is told to
+  answer.
+* **IRCoT** retrieves K paragraphs with the question, then alternates one chain-of-thought
+  sentence (the first sentence of the reply, cut at a newline) and K more paragraphs retrieved
+  with that sentence, keeping at most ``max_paragraphs`` (the oldest are dropped). It stops at a
+  sentence containing "answer is", at an empty sentence, or after ``max_steps`` sentences. The
+  answer is then read by a direct QA prompt over the collected paragraphs (IRCoT's "Direct
+  Prompting" reader, ``answer_mode="reader"``) or parsed from the chain of thought
+  (``answer_mode="cot"``, which falls back to reading when the chain states no answer).
+
+Every LLM call, retrieval and reading runs under its own run name (``cot_generation``,
+``direct_answer``, ``coq_generation``, ``self_ask_generation``, ``follow_up_answer``, ``reason``,
+``answer``, ``retrieve``, ``read``) with ``searchain_step``, ``searchain_round`` and
+``searchain_method`` in its metadata, like SearChain's.
+"""
+
+from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, final_answer, reasoning_steps
+from searchain_graph.evaluation.baselines.direct_retrieval import create_direct_retrieval_graph
+from searchain_graph.evaluation.baselines.ircot import create_ircot_graph, first_sentence
+from searchain_graph.evaluation.baselines.prompting import (
+    create_cot_graph,
+    create_direct_graph,
+    create_searchain_no_ir_graph,
+)
+from searchain_graph.evaluation.baselines.self_ask import create_self_ask_graph
+from searchain_graph.method.question import InvalidQuestionError
+
+__all__ = [
+    "InvalidQuestionError",
+    "MethodOutput",
+    "MethodState",
+    "create_cot_graph",
+    "create_direct_graph",
+    "create_direct_retrieval_graph",
+    "create_ircot_graph",
+    "create_searchain_no_ir_graph",
+    "create_self_ask_graph",
+    "final_answer",
+    "first_sentence",
+    "reasoning_steps",
+]

@@ -1,0 +1,200 @@
+"""Self-Ask with a search engine (Press et al., 2023) as a LangGraph graph.
+
+The LLM asks follow-up questions one at a time (``self_ask_generation``); each is answered from
+its top-1 retrieved passage (``follow_up``): with the reader's *g* when a reader is given and
+*g* is non-empty (the closest analogue of the search engine's answer box that Press et al.
+used), otherwise by the LLM reading that passage
+(:data:`~searchain_graph.evaluation.baselines.prompts.SELF_ASK_READ_PROMPT`), their snippet
+fallback. After ``max_steps`` follow-ups the model is told to answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Literal, cast
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import RetryPolicy
+
+from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _examples, _merge, final_answer
+from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node, _Read
+from searchain_graph.evaluation.baselines.prompts import (
+    BASELINE_ANSWER_FORMATS,
+    SELF_ASK_EXAMPLE,
+    SELF_ASK_FORCE_FINAL,
+    SELF_ASK_INTERMEDIATE,
+    SELF_ASK_NO_PASSAGE,
+    SELF_ASK_PROMPT,
+    SELF_ASK_READ_PROMPT,
+    SELF_ASK_STEP,
+    Demonstration,
+)
+from searchain_graph.ir.corpus import passage_text
+from searchain_graph.ir.readers.base import Reader
+from searchain_graph.method.calls import to_messages
+from searchain_graph.method.state import InputState
+
+__all__ = ["create_self_ask_graph"]
+
+
+_FOLLOW_UP = re.compile(r"follow[\s-]*up\s*:\s*(?P<q>[^\n]*)", re.IGNORECASE)
+_FINAL = re.compile(r"final\s+answer\s*(?:is|:)", re.IGNORECASE)
+_INTERMEDIATE = re.compile(r"intermediate\s+answer\s*:", re.IGNORECASE)
+_NEEDED = re.compile(r"^\s*(?:are\s+follow\s+up\s+questions\s+needed\s+here\s*:)?\s*(?:yes|no)\b\.?", re.IGNORECASE)
+_SELF_ASK_STOP = ["Intermediate answer:"]
+
+
+def create_self_ask_graph(
+    llm: BaseChatModel,
+    retriever: BaseRetriever,
+    reader: Reader | None = None,
+    *,
+    max_steps: int = 5,
+    task: str = "multihop",
+    max_question_chars: int = 2000,
+    retry_policy: RetryPolicy | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
+    name: str = "self_ask",
+) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+    """Self-Ask with a search engine (Press et al., 2023).
+
+    The LLM writes "Are follow up questions needed here: Yes. Follow up: ..." (generation
+    stops at "Intermediate answer:", and anything after it is cut); the follow-up is answered
+    from its top-1 retrieved passage and returned as "Intermediate answer: ...", in a chat
+    turn, until the model writes "So the final answer is: ...". A follow-up is answered:
+
+    * by the reader's *g*, when ``reader`` is given and *g* is non-empty (the analogue of the
+      search engine's answer box that Press et al. used);
+    * otherwise by the LLM reading the passage
+      (:data:`~searchain_graph.evaluation.baselines.prompts.SELF_ASK_READ_PROMPT`; with no passage
+      it answers from its own knowledge), as Press et al. fall back to the snippet.
+
+    After ``max_steps`` follow-ups the last intermediate answer comes with the instruction to
+    answer now, so the model is called at most ``max_steps + 1`` times for the chain (plus one
+    reading call per follow-up the reader cannot answer). A reply with neither a follow-up nor
+    a final answer ends the run, with a warning, its first line taken as the answer.
+
+    Args:
+        llm: Any LangChain chat model.
+        retriever: Any LangChain retriever; its first document answers a follow-up.
+        reader: Optional reader (``read(query, passage)``) that extracts *g* from that passage.
+        max_steps: Most follow-up questions.
+        task: The task family (see :func:`create_cot_graph`).
+        max_question_chars: Longer questions raise :class:`InvalidQuestionError`.
+        retry_policy: Retry policy for the nodes that call the LLM, retriever or reader.
+        checkpointer: Passed to ``compile``; the state is msgpack-serialisable.
+        name: The graph's run name in traces.
+
+    Returns:
+        A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` with
+        ``rounds`` = the number of follow-ups answered and ``final_content`` the Self-Ask
+        transcript ("Follow up:"/"Intermediate answer:" lines and the final reply).
+    """
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
+    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars, retriever=retriever, reader=reader)
+
+    def prompt(question: str) -> str:
+        def render(d: Demonstration, q: str) -> str:
+            steps = "\n".join(SELF_ASK_STEP.format(question=fq, answer=fa) for fq, fa in d.follow_ups)
+            return SELF_ASK_EXAMPLE.format(question=q, follow_ups=steps, answer=d.answer)
+
+        return SELF_ASK_PROMPT.format(
+            answer_format=BASELINE_ANSWER_FORMATS[methods.task],
+            examples=_examples(methods.task, render),
+            question=question,
+        )
+
+    def transcript(steps: Sequence[dict[str, Any]], last: str) -> str:
+        lines = [SELF_ASK_STEP.format(question=s["question"], answer=s["answer"]) for s in steps]
+        return "\n".join([*lines, last]).strip()
+
+    def generation(state: MethodState) -> _Node:
+        fresh = not state.get("pending")
+        update = methods.start(state, messages=[], steps=[], query=None) if fresh else {}
+        current = cast(MethodState, {**state, **update})
+        messages = list(current.get("messages") or [])
+        if fresh:
+            messages = [{"role": "user", "content": prompt(methods.question(current["question"]))}]
+        steps = list(current.get("steps") or [])
+        rnd = len(steps) + 1
+        text, usage = yield from methods.generate(
+            current["usage"], to_messages(messages), "self_ask_generation", rnd, _SELF_ASK_STOP
+        )
+        warnings = list(current["warnings"])
+        cut = _INTERMEDIATE.search(text)
+        if cut:
+            text = text[: cut.start()]
+        follow_up, final = _FOLLOW_UP.search(text), _FINAL.search(text)
+        forced = len(steps) >= max_steps
+        base = {**update, "usage": usage, "rounds": len(steps)}
+        if follow_up and (final is None or follow_up.start() < final.start()) and not forced:
+            query = " ".join(follow_up.group("q").split())
+            if query:
+                reply = text[: follow_up.end()].strip()
+                return {
+                    **base,
+                    "messages": messages + [{"role": "assistant", "content": reply}],
+                    "query": query,
+                    "warnings": warnings,
+                }
+        reply = text.strip()
+        if forced and follow_up and not final:
+            warnings.append(f"stopped at max_steps={max_steps}: the model still asked a follow up")
+        elif not final and not forced:
+            warnings.append("the model wrote neither a follow up nor a final answer; its reply is taken as the answer")
+        answer_text = reply[final.start() :] if final else (reply if steps else _NEEDED.sub("", reply, count=1))
+        out = methods.finish(base, answer_text, warnings, query=None)
+        out["final_content"] = transcript(steps, reply)
+        out["messages"] = messages + [{"role": "assistant", "content": reply}]
+        return out
+
+    def follow_up(state: MethodState) -> _Node:
+        query = state.get("query") or ""
+        steps = list(state.get("steps") or [])
+        rnd = len(steps) + 1
+        warnings = list(state["warnings"])
+        docs, usage = yield from methods.retrieve(state["usage"], query, 1, rnd)
+        doc = docs[0] if docs else None
+        passage = passage_text(Document(page_content=doc["page_content"], metadata=doc["metadata"])) if doc else ""
+        answer, source = "", "llm"
+        if doc is None:
+            warnings.append(f"round {rnd}: no passage retrieved for {query[:80]!r}")
+        elif methods.reader is not None:
+            outputs = yield _Read([(query, passage)], rnd)
+            usage = {**usage, "reader_calls": usage["reader_calls"] + 1}
+            answer, source = (str(outputs[0][0]).strip(), "reader") if outputs and outputs[0][0] else ("", "llm")
+        if not answer:
+            read_prompt = SELF_ASK_READ_PROMPT.format(passage=passage or SELF_ASK_NO_PASSAGE, question=query)
+            text, usage = yield from methods.generate(usage, read_prompt, "follow_up_answer", rnd, ["\n"])
+            answer = final_answer(text, "multihop") or "unknown"
+        answer = " ".join(answer.split())
+        steps.append({"question": query, "answer": answer, "source": source, "document": doc})
+        template = SELF_ASK_FORCE_FINAL if len(steps) >= max_steps else SELF_ASK_INTERMEDIATE
+        return {
+            "usage": usage,
+            "steps": steps,
+            "rounds": len(steps),
+            "query": None,
+            "passages": _merge(state["passages"], [doc] if doc else []),
+            "warnings": warnings,
+            "messages": list(state.get("messages") or [])
+            + [{"role": "user", "content": template.format(answer=answer)}],
+        }
+
+    def route(state: MethodState) -> Literal["follow_up", "__end__"]:
+        return "follow_up" if state.get("pending") and state.get("query") else "__end__"
+
+    builder = _builder()
+    builder.add_node("self_ask_generation", methods.node(generation, "self_ask_generation"), retry_policy=retry_policy)
+    builder.add_node("follow_up", methods.node(follow_up, "follow_up"), retry_policy=retry_policy)
+    builder.add_edge(START, "self_ask_generation")
+    builder.add_conditional_edges("self_ask_generation", route, ["follow_up", END])
+    builder.add_edge("follow_up", "self_ask_generation")
+    return _compile(builder, checkpointer, name)

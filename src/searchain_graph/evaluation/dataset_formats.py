@@ -1,0 +1,335 @@
+"""One parser per dataset's native format, and the detection of a file's dataset by its fields.
+
+:data:`_PARSERS` maps each canonical dataset name to a function ``(record, where, number) ->
+Example`` that reads one record as the dataset's authors distribute it (IRCoT's processed
+layout is accepted for HotpotQA, MuSiQue and 2WikiMultihopQA, KILT's for FEVER and ELI5);
+:func:`_detect_record` names the dataset a record belongs to. The formats, and how hops,
+decompositions and identifiers are derived from them, are documented in
+:mod:`searchain_graph.evaluation.datasets`, the public API built on this module.
+
+Every parser checks its fields with the helpers of
+:mod:`~searchain_graph.evaluation.dataset_records` and raises
+:class:`~searchain_graph.evaluation.dataset_records.DatasetFormatError` naming the record
+and field; nothing is skipped silently.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from searchain_graph.evaluation.dataset_records import (
+    DatasetFormatError,
+    Example,
+    Step,
+    _answers,
+    _clean,
+    _example,
+    _field,
+    _identifier,
+    _list,
+    _paragraph_objects,
+    _sentence_paragraphs,
+    _text,
+)
+
+FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+
+TWOWIKI_HOPS: dict[str, int] = {"comparison": 2, "inference": 2, "compositional": 2, "bridge_comparison": 4}
+"""Hops of a 2WikiMultihopQA question by its ``type``."""
+
+_REFERENCE = re.compile(r"#(\d+)")
+_MUSIQUE_HOPS = re.compile(r"^(\d+)hop")
+
+
+# --- one parser per format ---------------------------------------------------------------------
+
+
+def _ircot(dataset: str, record: Mapping[str, Any], where: str) -> Example:
+    """IRCoT's processed layout, shared by its HotpotQA, MuSiQue and 2Wiki files."""
+    qid = _identifier(record, ("question_id",), where)
+    question = _text(record, "question_text", where)
+    spans: list[Any] = []
+    for n, obj in enumerate(_list(record, "answers_objects", where)):
+        if not isinstance(obj, dict):
+            raise DatasetFormatError(f"{where}: answers_objects[{n}] must be an object")
+        obj_spans = obj.get("spans") or []
+        if not isinstance(obj_spans, list):
+            raise DatasetFormatError(f"{where}: answers_objects[{n}].spans must be a list")
+        spans.extend(obj_spans)
+        number = obj.get("number")
+        if not obj_spans and isinstance(number, (str, int, float)) and str(number).strip():
+            spans.append(str(number))
+    answers = _answers("", spans, where, "answers_objects.spans")
+    paragraphs = _paragraph_objects(_list(record, "contexts", where), "contexts", where)
+    meta: dict[str, object] = {k: record[k] for k in ("type", "level") if isinstance(record.get(k), str)}
+    hops: int | None = None
+    if dataset == "hotpotqa":
+        hops = 2
+    elif dataset == "musique":
+        match = _MUSIQUE_HOPS.match(qid)
+        hops = int(match.group(1)) if match else None
+    elif dataset == "2wikimultihopqa":
+        hops = TWOWIKI_HOPS.get(str(record.get("type")))
+    return _example(dataset, qid, question, answers, hops=hops, paragraphs=paragraphs, meta=meta)
+
+
+def _hotpotqa(record: Mapping[str, Any], where: str, number: int) -> Example:
+    if "question_text" in record:
+        return _ircot("hotpotqa", record, where)
+    qid = _identifier(record, ("_id", "id"), where)
+    question = _text(record, "question", where)
+    answers = _answers(_text(record, "answer", where), [], where, "answer")
+    paragraphs = _sentence_paragraphs(record, where)
+    meta: dict[str, object] = {k: record[k] for k in ("type", "level") if isinstance(record.get(k), str)}
+    meta["supporting_facts"] = record.get("supporting_facts") or []
+    return _example("hotpotqa", qid, question, answers, hops=2, paragraphs=paragraphs, meta=meta)
+
+
+def _resolve_references(question: str, answers: list[str], step: int, where: str) -> str:
+    """Replace ``#k`` in step ``step``'s question (from 1) by the answer of an earlier step ``k``."""
+
+    def answer(match: re.Match[str]) -> str:
+        k = int(match.group(1))
+        if not 1 <= k < step:
+            raise DatasetFormatError(
+                f"{where}: question_decomposition[{step - 1}] refers to #{k}, which is not an earlier step"
+            )
+        return answers[k - 1]
+
+    return _REFERENCE.sub(answer, question)
+
+
+def _musique(record: Mapping[str, Any], where: str, number: int) -> Example:
+    if "question_text" in record:
+        return _ircot("musique", record, where)
+    qid = _identifier(record, ("id",), where)
+    question = _text(record, "question", where)
+    aliases = record.get("answer_aliases") or []
+    if not isinstance(aliases, list):
+        raise DatasetFormatError(f"{where}: field 'answer_aliases' must be a list")
+    answers = _answers(_text(record, "answer", where), aliases, where, "answer_aliases")
+    paragraphs = _paragraph_objects(_list(record, "paragraphs", where), "paragraphs", where)
+    steps: list[Step] = []
+    raw: list[str] = []
+    support: list[object] = []
+    for n, item in enumerate(_list(record, "question_decomposition", where)):
+        if not isinstance(item, dict):
+            raise DatasetFormatError(f"{where}: question_decomposition[{n}] must be an object")
+        sub_where = f"{where}: question_decomposition[{n}]"
+        sub_question = _text(item, "question", sub_where)
+        sub_answer = _text(item, "answer", sub_where)
+        raw.append(sub_question)
+        support.append(item.get("paragraph_support_idx"))
+        resolved = _resolve_references(sub_question, [s["answer"] for s in steps], n + 1, where)
+        steps.append({"question": resolved, "answer": sub_answer})
+    meta: dict[str, object] = {"raw_decomposition": raw, "paragraph_support_idx": support}
+    if isinstance(record.get("answerable"), bool):
+        meta["answerable"] = record["answerable"]
+    return _example(
+        "musique",
+        qid,
+        question,
+        answers,
+        hops=len(steps) or None,
+        paragraphs=paragraphs,
+        decomposition=steps or None,
+        meta=meta,
+    )
+
+
+def _twowiki(record: Mapping[str, Any], where: str, number: int) -> Example:
+    if "question_text" in record:
+        return _ircot("2wikimultihopqa", record, where)
+    qid = _identifier(record, ("_id", "id"), where)
+    question = _text(record, "question", where)
+    answers = _answers(_text(record, "answer", where), [], where, "answer")
+    paragraphs = _sentence_paragraphs(record, where)
+    kind = record.get("type")
+    evidences = record.get("evidences") or []
+    if not isinstance(evidences, list):
+        raise DatasetFormatError(f"{where}: field 'evidences' must be a list")
+    hops = TWOWIKI_HOPS.get(kind) if isinstance(kind, str) else None
+    if hops is None:
+        hops = len(evidences) or None
+    meta: dict[str, object] = {"supporting_facts": record.get("supporting_facts") or [], "evidences": evidences}
+    if isinstance(kind, str):
+        meta["type"] = kind
+    return _example("2wikimultihopqa", qid, question, answers, hops=hops, paragraphs=paragraphs, meta=meta)
+
+
+def _evidence_paragraphs(evidence: Any) -> list[str]:
+    """The Wikipedia paragraph keys (``"Title-N"``) that StrategyQA's nested ``evidence`` cites."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for child in node:
+                walk(child)
+        elif isinstance(node, str) and node not in {"operation", "no_evidence"} and node not in found:
+            found.append(node)
+
+    walk(evidence)
+    return found
+
+
+def _strategyqa(record: Mapping[str, Any], where: str, number: int) -> Example:
+    qid = _identifier(record, ("qid", "id"), where)
+    question = _text(record, "question", where)
+    answer = _field(record, "answer", where)
+    if not isinstance(answer, bool):
+        raise DatasetFormatError(f"{where}: field 'answer' must be true or false, got {answer!r}")
+    steps: list[Step] | None = None
+    if record.get("decomposition") is not None:
+        raw = _list(record, "decomposition", where)
+        if not all(isinstance(s, str) and s.strip() for s in raw):
+            raise DatasetFormatError(f"{where}: field 'decomposition' must be a list of non-empty strings")
+        steps = [{"question": _clean(s), "answer": ""} for s in raw] or None
+    meta: dict[str, object] = {k: record[k] for k in ("term", "description") if isinstance(record.get(k), str)}
+    facts = record.get("facts")
+    if isinstance(facts, list):
+        meta["facts"] = [_clean(str(f)) for f in facts]
+    if "evidence" in record:
+        meta["evidence_paragraphs"] = _evidence_paragraphs(record["evidence"])
+    return _example(
+        "strategyqa",
+        qid,
+        question,
+        ["yes" if answer else "no"],
+        hops=len(steps) if steps else None,
+        decomposition=steps,
+        meta=meta,
+    )
+
+
+def _fever_label(value: Any, where: str, key: str) -> str:
+    label = _clean(value).upper() if isinstance(value, str) else None
+    if label not in FEVER_LABELS:
+        raise DatasetFormatError(f"{where}: {key} must be one of {', '.join(FEVER_LABELS)}, got {value!r}")
+    return label
+
+
+def _fever(record: Mapping[str, Any], where: str, number: int) -> Example:
+    qid = _identifier(record, ("id",), where)
+    meta: dict[str, object] = {}
+    if "claim" in record or "input" not in record:
+        claim = _text(record, "claim", where)
+        label = _fever_label(_field(record, "label", where), where, "field 'label'")
+        pages: list[str] = []
+        evidence = record.get("evidence")
+        for group in evidence if isinstance(evidence, list) else []:
+            for item in group if isinstance(group, list) else []:
+                if isinstance(item, list) and len(item) >= 3 and isinstance(item[2], str) and item[2] not in pages:
+                    pages.append(item[2])
+        meta["evidence_pages"] = pages
+        if isinstance(record.get("verifiable"), str):
+            meta["verifiable"] = record["verifiable"]
+    else:  # KILT
+        claim = _text(record, "input", where)
+        labels = [o.get("answer") for o in _list(record, "output", where) if isinstance(o, dict) and "answer" in o]
+        if not labels:
+            raise DatasetFormatError(f"{where}: no 'answer' in field 'output'")
+        label = _fever_label(labels[0], where, "output[0].answer")
+    return _example("fever", qid, claim, [label], hops=None, meta=meta)
+
+
+def _eli5(record: Mapping[str, Any], where: str, number: int) -> Example:
+    meta: dict[str, object] = {}
+    if "input" in record:  # KILT
+        qid = _identifier(record, ("id",), where)
+        question = _text(record, "input", where)
+        output = _list(record, "output", where)
+        for n, item in enumerate(output):
+            if not isinstance(item, dict):
+                raise DatasetFormatError(f"{where}: output[{n}] must be an object")
+        references = [item["answer"] for item in output if "answer" in item]
+        answers = _answers("", references, where, "output.answer")
+    else:  # Hugging Face eli5
+        qid = _identifier(record, ("q_id", "id"), where)
+        question = _text(record, "title", where)
+        block = _field(record, "answers", where)
+        if not isinstance(block, dict) or not isinstance(block.get("text"), list):
+            raise DatasetFormatError(f"{where}: field 'answers' must be an object with a list 'text'")
+        answers = _answers("", block["text"], where, "answers.text")
+        selftext = record.get("selftext")
+        if isinstance(selftext, str) and selftext.strip():
+            meta["selftext"] = _clean(selftext)
+        if isinstance(record.get("subreddit"), str):
+            meta["subreddit"] = record["subreddit"]
+    return _example("eli5", qid, question, answers, hops=None, meta=meta)
+
+
+def _step_answers(record: Mapping[str, Any], key: str, where: str) -> list[str]:
+    value = record.get(key)
+    if value is None:
+        return []
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise DatasetFormatError(f"{where}: field {key!r} must be a string or a list of strings")
+    return [v for v in (_clean(v) for v in values) if v]
+
+
+def _bamboogle(record: Mapping[str, Any], where: str, number: int) -> Example:
+    qid = _identifier(record, ("id", "qid"), where, fallback=f"bamboogle-{number}")
+    question = _text(record, "Question", where)
+    answers = _answers(_text(record, "Answer", where), [], where, "Answer")
+    steps: list[Step] = []
+    step_answers: list[list[str]] = []
+    for k in (1, 2):
+        sub_question = record.get(f"Q{k}")
+        if sub_question is None or (isinstance(sub_question, str) and not sub_question.strip()):
+            continue
+        if not isinstance(sub_question, str):
+            raise DatasetFormatError(f"{where}: field 'Q{k}' must be a string")
+        sub_answers = _step_answers(record, f"A{k}", where)
+        steps.append({"question": _clean(sub_question), "answer": sub_answers[0] if sub_answers else ""})
+        step_answers.append(sub_answers)
+    meta: dict[str, object] = {"step_answers": step_answers} if steps else {}
+    return _example("bamboogle", qid, question, answers, hops=2, decomposition=steps or None, meta=meta)
+
+
+_PARSERS: dict[str, Callable[[Mapping[str, Any], str, int], Example]] = {
+    "hotpotqa": _hotpotqa,
+    "musique": _musique,
+    "2wikimultihopqa": _twowiki,
+    "strategyqa": _strategyqa,
+    "fever": _fever,
+    "eli5": _eli5,
+    "bamboogle": _bamboogle,
+}
+
+
+# --- detection ---------------------------------------------------------------------------------
+
+
+def _detect_record(record: Mapping[str, Any]) -> str | None:
+    """The canonical name of the dataset whose native format ``record`` is in, or ``None``."""
+    keys = set(record)
+    if "question_text" in keys and "contexts" in keys:
+        qid = str(record.get("question_id", ""))
+        if _MUSIQUE_HOPS.match(qid):
+            return "musique"
+        if record.get("type") in {"inference", "compositional", "bridge_comparison"}:
+            return "2wikimultihopqa"
+        return "hotpotqa"
+    if "question_decomposition" in keys or ("paragraphs" in keys and "answer_aliases" in keys):
+        return "musique"
+    if "context" in keys and "question" in keys:
+        if "evidences" in keys or record.get("type") in {"inference", "compositional", "bridge_comparison"}:
+            return "2wikimultihopqa"
+        return "hotpotqa"
+    if "claim" in keys:
+        return "fever"
+    if "Question" in keys and "Answer" in keys:
+        return "bamboogle"
+    if "question" in keys and isinstance(record.get("answer"), bool):
+        return "strategyqa"
+    if "q_id" in keys and "answers" in keys:
+        return "eli5"
+    if "input" in keys and isinstance(record.get("output"), list):
+        labels = [o.get("answer") for o in record["output"] if isinstance(o, dict)]
+        if labels and all(isinstance(a, str) and a.strip().upper() in FEVER_LABELS for a in labels):
+            return "fever"
+        return "eli5"
+    return None
