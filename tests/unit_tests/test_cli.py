@@ -102,3 +102,16 @@ def test_building_the_parser_does_not_import_the_registries() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_command_starts_without_the_heavy_libraries() -> None:
+    # The top-level package imports its public names on first use, so `searchain --version` and
+    # `--help` do not wait for torch, transformers, LangGraph or rouge-score to load.
+    code = (
+        "import sys, searchain_graph, searchain_graph.cli.main; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'torch', 'transformers', 'langgraph', 'langchain_core', 'rouge_score'}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

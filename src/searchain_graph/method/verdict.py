@@ -12,11 +12,11 @@ The graph (:mod:`searchain_graph.method.nodes`) and the oracle-chain benchmark
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
-from rouge_score import rouge_scorer
 
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.method.parsing import answer_contains, normalize_answer
@@ -33,7 +33,12 @@ DEFAULT_THRESHOLD = 1.5
 """θ of the paper (Section 4.1): the DPR reader must be this confident to overrule the LLM."""
 
 
-_ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+@functools.cache
+def _rouge_scorer() -> Any:
+    # rouge-score takes about two seconds to import (absl, nltk): only long-form tasks need it.
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
 
 
 def ir_verdict(node: ChainNode, result: dict[str, Any], knobs: dict[str, Any]) -> dict[str, Any]:
@@ -74,7 +79,7 @@ def normalized_duplicate(query: str, processed: Sequence[str]) -> bool:
 
 def rouge_l(prediction: str, reference: str) -> float:
     """ROUGE-L F-measure (``rouge-score``, with stemming)."""
-    return float(_ROUGE.score(reference, prediction)["rougeL"].fmeasure)
+    return float(_rouge_scorer().score(reference, prediction)["rougeL"].fmeasure)
 
 
 def check_record(node: ChainNode, result: IRResult, verdict: dict[str, Any]) -> dict[str, object]:
