@@ -180,6 +180,7 @@ class RecordingLangSmithClient(Client):
 
     def create_run(self, name: str, inputs: dict[str, Any], run_type: str, **kwargs: Any) -> None:  # type: ignore[override]
         self.recorded[str(kwargs["id"])] = {
+            "id": str(kwargs["id"]),
             "name": name,
             "parent": str(kwargs.get("parent_run_id") or ""),
             "metadata": dict((kwargs.get("extra") or {}).get("metadata") or {}),

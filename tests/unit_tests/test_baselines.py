@@ -26,7 +26,16 @@ from searchain_graph.evaluation.baselines import (
     first_sentence,
     reasoning_steps,
 )
-from tests.fakes import CHAIN_FIXED, PASSAGES, QUESTION, RuleChatModel, RunCollector, ScriptedReader, retriever
+from tests.fakes import (
+    CHAIN_FIXED,
+    PASSAGES,
+    QUESTION,
+    RuleChatModel,
+    RunCollector,
+    ScriptedReader,
+    langsmith_tracer,
+    retriever,
+)
 
 P1, P2, P3, P4 = PASSAGES
 OUTPUT_KEYS = {"question", "answer", "final_content", "rounds", "usage", "passages", "warnings"}
@@ -427,11 +436,27 @@ async def test_ainvoke_matches_invoke(method: str) -> None:
     assert async_out == sync_out
 
 
+@pytest.mark.parametrize("method", ["cot", "direct", "searchain_no_ir", "direct_retrieval", "self_ask", "ircot"])
+def test_langsmith_shows_each_node_once(method: str) -> None:
+    tracer, client = langsmith_tracer()
+    scripted(method)[1].invoke({"question": QUESTION}, config={"callbacks": [tracer]})
+    tracer.wait_for_futures()
+    (root_id,) = [rid for rid, run in client.recorded.items() if not run["parent"]]
+    calls = [c for n in client.children(root_id) for c in client.children(n["id"]) if "searchain_step" in c["metadata"]]
+    assert calls, method  # every LLM, retriever and reader call, with its method, step and round
+    assert all(c["metadata"]["searchain_method"] == method and "searchain_round" in c["metadata"] for c in calls)
+    for run_id, run in client.recorded.items():
+        for child in client.children(run_id):
+            assert child["name"] != run["name"], (method, run["name"])
+
+
 def test_trace_names_and_rounds() -> None:
     collector = RunCollector()
     scripted("ircot")[1].invoke({"question": QUESTION}, config={"callbacks": [collector]})
     runs = [
-        (n, m.get("searchain_round"), m.get("searchain_method")) for n, m in collector.runs if "searchain_step" in m
+        (m["searchain_step"], m.get("searchain_round"), m.get("searchain_method"))
+        for _, m in collector.runs
+        if "searchain_step" in m
     ]
     assert [(n, r) for n, r, _ in runs] == [
         ("retrieve", 1),
@@ -449,7 +474,7 @@ def test_trace_names_and_rounds() -> None:
 
     collector = RunCollector()
     scripted("self_ask")[1].invoke({"question": QUESTION}, config={"callbacks": [collector]})
-    steps = [(n, m["searchain_round"]) for n, m in collector.runs if "searchain_step" in m]
+    steps = [(m["searchain_step"], m["searchain_round"]) for _, m in collector.runs if "searchain_step" in m]
     assert steps == [
         ("self_ask_generation", 1),
         ("retrieve", 1),

@@ -31,29 +31,31 @@ from searchain_graph.method.nodes import SearChainNodes
 from searchain_graph.method.state import InputState, OutputState, SearChainState
 from searchain_graph.method.verdict import DEFAULT_THRESHOLD, QueryMatcher, normalized_duplicate
 
-Body = Callable[[Any, Runtime[SearChainContext]], Any]
+Body = Callable[[Any, Runtime[Any]], Any]
+"""A node body: ``(state, runtime) -> update``."""
 
 
 class Step(Runnable[Any, Any]):
     """A graph node with a native sync and async body, and no run of its own.
 
-    LangGraph gives a plain function node one run, and an async-only one no ``invoke``; a
-    ``RunnableLambda(func, afunc)`` has both but shows every node twice in a trace (the graph's
-    node run wrapping the lambda's). This is the pair without the extra run.
+    LangGraph runs a plain function's async path in a thread, and gives an async-only function no
+    ``invoke``; a ``RunnableLambda(func, afunc)`` has both but shows every node twice in a trace
+    (the graph's node run wrapping the lambda's). This is the pair without the extra run. The
+    baselines' nodes use it too.
     """
 
-    def __init__(self, name: str, func: Body, afunc: Callable[[Any, Runtime[SearChainContext]], Awaitable[Any]]):
+    def __init__(self, name: str, func: Body, afunc: Callable[[Any, Runtime[Any]], Awaitable[Any]]) -> None:
         self.name = name
         self.func = func
         self.afunc = afunc
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Run the sync body with the run's :class:`~langgraph.runtime.Runtime`."""
-        return self.func(input, get_runtime(SearChainContext))
+        return self.func(input, get_runtime())
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Run the async body with the run's :class:`~langgraph.runtime.Runtime`."""
-        return await self.afunc(input, get_runtime(SearChainContext))
+        return await self.afunc(input, get_runtime())
 
 
 def create_searchain_graph(

@@ -31,12 +31,15 @@ from searchain_graph.evaluation.baselines.common import MethodOutput, MethodStat
 from searchain_graph.ir.readers.base import Reader, aread_pairs, read_pairs
 from searchain_graph.method.calls import count_usage, doc_dict, empty_usage, message_text, trace_config
 from searchain_graph.method.context import normalize_task
+from searchain_graph.method.graph import Step
 from searchain_graph.method.question import task_question, validate_question
 from searchain_graph.method.state import DocumentDict, InputState, Usage
 
 
 def _config(step: str, rnd: int, method: str, **extra: Any) -> RunnableConfig:
-    return trace_config(step, rnd, searchain_method=method, **extra)
+    # The calls keep their own run names (the model's, the retriever's, "read"): the graph node they
+    # run in already bears the step's name, and a trace should not show it twice.
+    return trace_config(step, rnd, named=False, searchain_method=method, **extra)
 
 
 def _accepts_k(method: Callable[..., Any]) -> bool:
@@ -154,10 +157,10 @@ class _Methods:
             return list(await self.retriever.ainvoke(req.query, config=config, **kwargs))[: req.k]
         return await self.read.ainvoke(req.pairs, config=_config("read", req.round, self.method))
 
-    def node(self, body: Callable[[MethodState], _Node], name: str) -> RunnableLambda[MethodState, dict[str, Any]]:
-        """Wrap a generator node body as a runnable with a sync and an async driver."""
+    def node(self, body: Callable[[MethodState], _Node], name: str) -> Step:
+        """A generator node body as a graph node with a sync and an async driver (one run per node)."""
 
-        def run(state: MethodState) -> dict[str, Any]:
+        def run(state: MethodState, runtime: Any) -> dict[str, Any]:
             gen, result = body(state), None
             try:
                 while True:
@@ -165,7 +168,7 @@ class _Methods:
             except StopIteration as stop:
                 return cast(dict[str, Any], stop.value)
 
-        async def arun(state: MethodState) -> dict[str, Any]:
+        async def arun(state: MethodState, runtime: Any) -> dict[str, Any]:
             gen, result = body(state), None
             try:
                 while True:
@@ -173,7 +176,7 @@ class _Methods:
             except StopIteration as stop:
                 return cast(dict[str, Any], stop.value)
 
-        return RunnableLambda(run, afunc=arun, name=name)
+        return Step(name, run, arun)
 
     # -- request helpers (used with ``yield from``) ----------------------------------------------
     @staticmethod
