@@ -84,7 +84,9 @@ def run_eval(args: argparse.Namespace) -> int:
         examples = examples[: args.limit]
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
-    llm = load_chat_model(args.model, max_new_tokens=args.max_new_tokens, max_batch_size=args.batch_size)
+    llm = load_chat_model(
+        args.model, max_new_tokens=args.max_new_tokens, max_batch_size=args.batch_size, backend=args.llm_backend
+    )
     local = isinstance(llm, TransformersChatModel)
     if isinstance(llm, TransformersChatModel):
         llm.response_cache = 4096  # SearChain and its ablations send the same first prompt
@@ -217,7 +219,7 @@ def run_ask(args: argparse.Namespace) -> int:
         retriever = BM25Retriever.from_files(args.corpus, k=1)
         say(f"indexed {len(retriever)} passages in {time.perf_counter() - started:.1f} s")
     t0 = time.perf_counter()
-    llm = load_chat_model(args.model, max_new_tokens=args.max_new_tokens)
+    llm = load_chat_model(args.model, max_new_tokens=args.max_new_tokens, backend=args.llm_backend)
     if isinstance(llm, TransformersChatModel):
         llm.load()
     say(f"loaded {getattr(llm, 'model_name', None) or type(llm).__name__} in {time.perf_counter() - t0:.1f} s")

@@ -89,6 +89,16 @@ def _eval_epilog() -> str:
     )
 
 
+def _add_backend(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--llm-backend",
+        default="torch",
+        choices=("torch", "onnx-int4", "onnx-fp32"),
+        help="local models: torch (fp32 reference, default), or ONNX Runtime GenAI with int4 or fp32 weights "
+        "(converted once, cached; about 4.5x faster decoding in int4)",
+    )
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="searchain", description="Search-in-the-Chain (SearChain) on LangGraph")
     parser.add_argument("--version", action="version", version=f"searchain-graph {package_version()}")
@@ -110,6 +120,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="smollm2, openai:<model>, provider:<model>, hf:<org/name>, or a local model path "
         "(default: OpenAI when OPENAI_API_KEY is set, else SmolLM2-135M)",
     )
+    _add_backend(ask)
     ask.add_argument("--task", default="multihop", help=f"task family: {', '.join(TASKS)}")
     ask.add_argument("--max-rounds", type=int, default=5, help="most LLM-IR rounds (default 5)")
     ask.add_argument(
@@ -153,6 +164,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--corpus", action="append", default=None, metavar="FILE", help="corpus file(s) for BM25 instead")
     ev.add_argument("--model", default=None, help="the LLM, as for `searchain ask`")
+    _add_backend(ev)
     ev.add_argument("--reader", default="llm", metavar="KIND[:MODEL]", help="as for `searchain ask`")
     ev.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per call, local models")
     ev.add_argument(

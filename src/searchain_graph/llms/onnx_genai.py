@@ -1,0 +1,226 @@
+"""ONNX Runtime GenAI: the local LLM with int4 weights, fused CPU kernels and kept prompt prefixes.
+
+A 135M-parameter model decoding one token at a time on a CPU is bound by memory and by per-operator
+overhead, not by arithmetic: in fp32 through PyTorch, SmolLM2 reads 540 MB of weights a token and
+spends a third of its time outside the matrix products. ONNX Runtime GenAI runs the whole decoder as
+one graph with fused attention and 4-bit weights (``MatMulNBits``, int8 activations), which is about
+4.5x faster here (``benchmarks/llm_speed.py``, figures in ``docs/benchmarks.md``). Its wheels are
+prebuilt for Linux, macOS and Windows: no compile step.
+
+* :func:`build_genai_model` converts a transformers checkpoint with onnxruntime-genai's own model
+  builder, in a subprocess, into a directory written aside and renamed when complete.
+* :class:`GenAIDecoder` decodes greedily and keeps a few generators alive between calls: a new
+  prompt continues the kept generator whose tokens share the longest prefix with it (``rewind_to``),
+  so the few-shot demonstration every Chain-of-Query prompt starts with is prefilled once per
+  process, not once per call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+GENAI_PRECISIONS: dict[str, list[str]] = {
+    # int4 weights in blocks of 32, int8 activations in the products (accuracy level 4), and logits
+    # for the last prompt position only during prefill.
+    "int4": ["-p", "int4", "--extra_options", "int4_accuracy_level=4", "prune_lm_head=true"],
+    "fp32": ["-p", "fp32", "--extra_options", "prune_lm_head=true"],
+}
+"""The precisions :func:`build_genai_model` offers, with the builder's options for each."""
+
+MIN_SUFFIX = 2
+"""Tokens always prefilled anew after a kept prefix. ONNX Runtime computes one new token with
+other kernels than several, so re-reading at least two keeps a reused prefix bit-identical to a
+cold prefill."""
+
+
+class GenAIUnavailableError(RuntimeError):
+    """onnxruntime-genai is not installed, or could not convert the model; the message says which."""
+
+
+def import_genai() -> Any:
+    """The ``onnxruntime_genai`` module.
+
+    Raises:
+        GenAIUnavailableError: it is not installed.
+    """
+    try:
+        import onnxruntime_genai
+    except ImportError as exc:  # pragma: no cover - it is a dependency
+        raise GenAIUnavailableError(
+            "the ONNX backend needs onnxruntime-genai: `pip install onnxruntime-genai onnx onnx-ir`, "
+            "or choose backend='torch'"
+        ) from exc
+    return onnxruntime_genai
+
+
+def build_genai_model(source: Path, target: Path, *, precision: str = "int4", timeout: float = 1800) -> Path:
+    """Convert the transformers checkpoint at ``source`` into an ONNX Runtime GenAI model at ``target``.
+
+    Nothing is done when ``target`` already holds a model. The conversion writes into a sibling
+    directory and renames it, so an interrupted build never leaves a half-written model.
+
+    Raises:
+        ValueError: an unknown precision.
+        GenAIUnavailableError: the builder failed (its last output lines are in the message).
+    """
+    if precision not in GENAI_PRECISIONS:
+        raise ValueError(f"unknown ONNX precision {precision!r}: use one of {', '.join(GENAI_PRECISIONS)}")
+    if (target / "genai_config.json").is_file():
+        return target
+    import_genai()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
+    try:
+        out, scratch = work / "model", work / "scratch"
+        command = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(source), "-o", str(out)]
+        command += ["-e", "cpu", "-c", str(scratch), *GENAI_PRECISIONS[precision]]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        if done.returncode != 0 or not (out / "genai_config.json").is_file():
+            tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+            raise GenAIUnavailableError(f"onnxruntime-genai could not convert {source}:\n{tail}")
+        try:
+            os.replace(out, target)
+        except OSError:
+            if not (target / "genai_config.json").is_file():  # not a concurrent build that won
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+@dataclass
+class _Kept:
+    generator: Any
+    tokens: list[int]
+    capacity: int
+
+
+@dataclass
+class DecoderStats:
+    """What the prefix cache saved: prompt tokens computed vs taken from a kept generator."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    reused_tokens: int = 0
+    per_call_reuse: list[int] = field(default_factory=list)
+
+
+class GenAIDecoder:
+    """Greedy decoding on an ONNX Runtime GenAI model, with kept prompt prefixes.
+
+    Args:
+        model_dir: A directory written by :func:`build_genai_model`.
+        eos_ids: Token ids that end a reply (not returned).
+        keep: Generators kept alive between calls (each holds a KV cache of ``max_length``).
+        max_length: Tokens a kept generator can hold (prompt and reply); ``None``: the model's
+            context length, at most 4096. A longer call gets a generator of its own.
+    """
+
+    def __init__(
+        self, model_dir: str | Path, *, eos_ids: Sequence[int], keep: int = 2, max_length: int | None = None
+    ) -> None:
+        og = import_genai()
+        self._og = og
+        self.model = og.Model(str(model_dir))
+        self.eos_ids = frozenset(int(i) for i in eos_ids)
+        self.keep = max(0, keep)
+        config = json.loads((Path(model_dir) / "genai_config.json").read_text(encoding="utf-8"))
+        context = int(config.get("model", {}).get("context_length") or 4096)
+        self.max_length = max_length or min(context, 4096)
+        self._kept: list[_Kept] = []
+        self._lock = threading.Lock()
+        self.stats = DecoderStats()
+
+    def _new(self, capacity: int) -> Any:
+        params = self._og.GeneratorParams(self.model)
+        params.set_search_options(max_length=capacity, do_sample=False)
+        return self._og.Generator(self.model, params)
+
+    def _start(self, ids: list[int], budget: int) -> tuple[_Kept, int]:
+        """A generator holding ``ids``: a kept one continued from its longest shared prefix, or a new one."""
+        best, shared = None, 0
+        for kept in self._kept:
+            if len(ids) + budget > kept.capacity:
+                continue
+            n = 0
+            limit = min(len(kept.tokens), len(ids) - MIN_SUFFIX)
+            while n < limit and kept.tokens[n] == ids[n]:
+                n += 1
+            if n > shared:
+                best, shared = kept, n
+        if best is not None:
+            self._kept.remove(best)
+            best.generator.rewind_to(shared)
+            best.generator.append_tokens(ids[shared:])
+        else:
+            capacity = self.max_length if len(ids) + budget <= self.max_length else len(ids) + budget
+            best = _Kept(self._new(capacity), [], capacity)
+            best.generator.append_tokens(ids)
+        self.stats.calls += 1
+        self.stats.prompt_tokens += len(ids)
+        self.stats.reused_tokens += shared
+        self.stats.per_call_reuse.append(shared)
+        return best, shared
+
+    def _keep(self, kept: _Kept) -> None:
+        if self.keep and kept.capacity == self.max_length:
+            self._kept.insert(0, kept)
+            del self._kept[self.keep :]
+
+    def generate(
+        self,
+        ids: Sequence[int],
+        max_new_tokens: int,
+        *,
+        stop: Callable[[list[int]], bool] | None = None,
+        logprobs: bool = False,
+    ) -> tuple[list[int], list[float], str]:
+        """Greedy reply to ``ids``: (new token ids without EOS, their log-probabilities, finish reason).
+
+        Args:
+            ids: The prompt's token ids (at least one).
+            max_new_tokens: Most tokens generated.
+            stop: Called with the new ids after each token; ``True`` ends the reply (finish "stop").
+            logprobs: Compute each generated token's log-probability.
+        """
+        if not ids:
+            raise ValueError("the prompt is empty")
+        prompt = [int(i) for i in ids]
+        with self._lock:
+            kept, _ = self._start(prompt, max_new_tokens)
+            gen = kept.generator
+            new_ids: list[int] = []
+            lps: list[float] = []
+            finish = "length"
+            # An exception leaves the generator in an unknown state: it is not kept then.
+            while len(new_ids) < max_new_tokens and not gen.is_done():
+                logits = np.asarray(gen.get_logits())[0, -1].astype(np.float64) if logprobs else None
+                gen.generate_next_token()
+                token = int(gen.get_next_tokens()[0])
+                if token in self.eos_ids:
+                    finish = "stop"
+                    break
+                new_ids.append(token)
+                if logits is not None:
+                    top = float(logits.max())
+                    lps.append(float(logits[token] - top - np.log(np.exp(logits - top).sum())))
+                if stop is not None and stop(new_ids):
+                    finish = "stop"
+                    break
+            # The last token chosen may not have been run through the model yet: a later call
+            # reuses the prefix up to the one before it.
+            kept.tokens = (prompt + new_ids)[:-1]
+            self._keep(kept)
+        return new_ids, lps, finish
