@@ -224,3 +224,17 @@ class GenAIDecoder:
             kept.tokens = (prompt + new_ids)[:-1]
             self._keep(kept)
         return new_ids, lps, finish
+
+    def forced_logits(self, prompt: Sequence[int], continuation: Sequence[int]) -> np.ndarray:
+        """Teacher forcing: row ``i`` holds the logits of the token after ``prompt + continuation[:i]``.
+
+        Used to compare the model with a reference model token by token, along the same text.
+        """
+        with self._lock:
+            gen = self._new(len(prompt) + len(continuation) + 1)
+            gen.append_tokens([int(i) for i in prompt])
+            rows = []
+            for token in continuation:
+                rows.append(np.asarray(gen.get_logits())[0, -1].astype(np.float32))
+                gen.append_tokens([int(token)])
+        return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)

@@ -1,0 +1,123 @@
+"""The ONNX Runtime GenAI backend on a tiny random model: conversion, decoding, prefix reuse, caches."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from searchain_graph.llms.chat_model import TransformersChatModel
+from searchain_graph.llms.onnx_genai import GenAIDecoder, build_genai_model
+from searchain_graph.llms.weights import content_key
+
+
+@pytest.fixture(scope="session")
+def tiny_onnx(tiny_llm_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("onnx")
+    return {p: build_genai_model(tiny_llm_dir, root / p, precision=p) for p in ("fp32", "int4")}
+
+
+def prompt_ids(tiny_llm_dir: Path, text: str) -> list[int]:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_llm_dir)
+    return list(tok(text)["input_ids"])
+
+
+def torch_logits(tiny_llm_dir: Path, ids: list[int]) -> np.ndarray:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_llm_dir).eval()
+    with torch.inference_mode():
+        return model(input_ids=torch.tensor([ids])).logits[0].float().numpy()
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int4"])
+def test_logits_follow_the_fp32_model_within_a_tolerance(
+    precision: str, tiny_llm_dir: Path, tiny_onnx: dict[str, Path]
+) -> None:
+    ids = prompt_ids(tiny_llm_dir, "[Query 1]: Who is the performer of Spirit If...? [Answer 1]: Kevin Drew.")
+    prompt, continuation = ids[:6], ids[6:]
+    reference = torch_logits(tiny_llm_dir, ids)[len(prompt) - 1 : -1]
+    got = GenAIDecoder(tiny_onnx[precision], eos_ids=[]).forced_logits(prompt, continuation)
+    assert got.shape == reference.shape
+    error = np.abs(got - reference).max() / np.abs(reference).max()
+    # fp32 differs only in the order of operations; 4-bit weights cost a few percent of the range.
+    assert error < (1e-3 if precision == "fp32" else 0.15), error
+    assert not np.array_equal(got, reference)
+
+
+def test_greedy_decoding_matches_the_torch_path_in_fp32(tiny_llm_dir: Path, tiny_onnx: dict[str, Path]) -> None:
+    ids = prompt_ids(tiny_llm_dir, "Construct a global reasoning chain for this complex question.")
+    new, logprobs, finish = GenAIDecoder(tiny_onnx["fp32"], eos_ids=[]).generate(ids, 12, logprobs=True)
+    assert finish == "length" and len(new) == len(logprobs) == 12
+    seq = list(ids)
+    for token, logprob in zip(new, logprobs, strict=True):
+        logits = torch_logits(tiny_llm_dir, seq)[-1].astype(np.float64)
+        reference = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
+        assert token == int(np.argmax(logits)) or reference[token] == pytest.approx(reference.max(), abs=1e-4)
+        assert logprob == pytest.approx(float(reference[token]), abs=1e-3)
+        seq.append(token)
+
+
+def test_a_kept_prefix_gives_what_a_cold_prefill_gives(tiny_llm_dir: Path, tiny_onnx: dict[str, Path]) -> None:
+    demo = "Construct a global reasoning chain for this complex question. " * 4
+    first = prompt_ids(tiny_llm_dir, demo + "Passage Question")
+    second = prompt_ids(tiny_llm_dir, demo + "Question unanswerable Passage")
+    warm = GenAIDecoder(tiny_onnx["int4"], eos_ids=[], keep=2)
+    warm.generate(first, 5)
+    got, got_lp, _ = warm.generate(second, 10, logprobs=True)
+    assert warm.stats.per_call_reuse[1] >= len(prompt_ids(tiny_llm_dir, demo)) - 2  # the demonstration was kept
+    cold, cold_lp, _ = GenAIDecoder(tiny_onnx["int4"], eos_ids=[], keep=0).generate(second, 10, logprobs=True)
+    assert got == cold
+    assert got_lp == pytest.approx(cold_lp, abs=1e-4)
+    # The same prompt again reuses all but the last two tokens, and still agrees.
+    again, _, _ = warm.generate(second, 10)
+    assert again == cold and warm.stats.per_call_reuse[2] == len(second) - 2
+
+
+def test_stop_and_eos_end_the_reply(tiny_llm_dir: Path, tiny_onnx: dict[str, Path]) -> None:
+    ids = prompt_ids(tiny_llm_dir, "Passage Question")
+    free, _, _ = GenAIDecoder(tiny_onnx["fp32"], eos_ids=[]).generate(ids, 8)
+    stopped, _, finish = GenAIDecoder(tiny_onnx["fp32"], eos_ids=[]).generate(ids, 8, stop=lambda new: len(new) == 3)
+    assert finish == "stop" and stopped == free[:3]
+    ended, _, finish = GenAIDecoder(tiny_onnx["fp32"], eos_ids=[free[2]]).generate(ids, 8)
+    assert finish == "stop" and ended == free[: free.index(free[2])]
+
+
+def test_chat_model_on_the_onnx_backend(
+    tiny_llm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_onnx: dict[str, Path]
+) -> None:
+    monkeypatch.setenv("SEARCHAIN_CACHE", str(tmp_path / "cache"))
+    llm = TransformersChatModel(model_path=str(tiny_llm_dir), backend="onnx-int4", max_new_tokens=6, response_cache=4)
+    reply = llm.invoke("Passage Question", logprobs=True)
+    assert reply.usage_metadata is not None and 0 < reply.usage_metadata["output_tokens"] <= 6
+    assert len(reply.response_metadata["logprobs"]["content"]) <= reply.usage_metadata["output_tokens"]
+    assert llm.invoke("Passage Question").content == reply.content
+    converted = list((tmp_path / "cache" / "onnx").iterdir())
+    assert len(converted) == 1 and (converted[0] / "genai_config.json").is_file()
+    # A second model object on the same checkpoint finds the conversion in the cache.
+    again = TransformersChatModel(model_path=str(tiny_llm_dir), backend="onnx-int4", max_new_tokens=6).load()
+    assert again.invoke("Passage Question").content == reply.content
+    assert list((tmp_path / "cache" / "onnx").iterdir()) == converted
+
+
+def test_content_key_follows_the_bytes_not_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEARCHAIN_CACHE", str(tmp_path / "cache"))
+    a = tmp_path / "a" / "model.gguf"
+    a.parent.mkdir()
+    a.write_bytes(b"GGUF" + bytes(range(256)) * 64)
+    b = tmp_path / "b" / "model.gguf"
+    b.parent.mkdir()
+    shutil.copy(a, b)
+    assert content_key(a) == content_key(b) == content_key(a)  # the third read comes from the memo
+    b.write_bytes(b"GGUF" + bytes(range(255, -1, -1)) * 64)
+    assert content_key(b) != content_key(a)
+
+
+def test_an_unknown_precision_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown ONNX precision 'int2'"):
+        build_genai_model(tmp_path, tmp_path / "out", precision="int2")
