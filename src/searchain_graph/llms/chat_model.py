@@ -81,7 +81,7 @@ class TransformersChatModel(BaseChatModel):
             ``$SEARCHAIN_CACHE`` (default ``~/.cache/searchain-graph``), keyed by the file's
             content, so later loads skip the slow GGUF conversion.
         backend: ``"torch"`` (the fp32 reference: transformers in PyTorch, with the continuous
-            batching of ``max_batch_size``) or ``"onnx-int4"`` / ``"onnx-fp32"``: ONNX Runtime
+            batching of ``max_batch_size``) or ``"onnx-int4"`` / ``"onnx-int8"`` / ``"onnx-fp32"``: ONNX Runtime
             GenAI (:mod:`searchain_graph.llms.onnx_genai`), converted once and cached, with 4-bit
             weights and kept prompt prefixes; concurrent calls take turns there.
 
@@ -101,7 +101,7 @@ class TransformersChatModel(BaseChatModel):
     response_cache: int = Field(default=0, ge=0)
     model_name: str = Field(default="")
 
-    backend: Literal["torch", "onnx-int4", "onnx-fp32"] = "torch"
+    backend: Literal["torch", "onnx-int4", "onnx-int8", "onnx-fp32"] = "torch"
 
     _model: Any = PrivateAttr(default=None)
     _genai: Any = PrivateAttr(default=None)
@@ -347,7 +347,7 @@ def load_chat_model(
     *,
     max_new_tokens: int = 256,
     max_batch_size: int = 1,
-    backend: Literal["torch", "onnx-int4", "onnx-fp32"] = "torch",
+    backend: Literal["torch", "onnx-int4", "onnx-int8", "onnx-fp32"] = "torch",
 ) -> BaseChatModel:
     """Build the chat model named by ``spec`` (see the module docstring for the choices).
 

@@ -35,6 +35,7 @@ GENAI_PRECISIONS: dict[str, list[str]] = {
     # int4 weights in blocks of 32, int8 activations in the products (accuracy level 4), and logits
     # for the last prompt position only during prefill.
     "int4": ["-p", "int4", "--extra_options", "int4_accuracy_level=4", "prune_lm_head=true"],
+    "int8": ["-p", "int8", "--extra_options", "prune_lm_head=true"],
     "fp32": ["-p", "fp32", "--extra_options", "prune_lm_head=true"],
 }
 """The precisions :func:`build_genai_model` offers, with the builder's options for each."""
@@ -125,20 +126,21 @@ class GenAIDecoder:
         eos_ids: Token ids that end a reply (not returned).
         keep: Generators kept alive between calls (each holds a KV cache of ``max_length``).
         max_length: Tokens a kept generator can hold (prompt and reply); ``None``: the model's
-            context length, at most 4096. A longer call gets a generator of its own.
+            context length, at most 3072. A longer call gets a generator of its own.
     """
 
     def __init__(
-        self, model_dir: str | Path, *, eos_ids: Sequence[int], keep: int = 2, max_length: int | None = None
+        self, model_dir: str | Path, *, eos_ids: Sequence[int], keep: int = 3, max_length: int | None = None
     ) -> None:
         og = import_genai()
         self._og = og
+        self.model_dir = Path(model_dir)
         self.model = og.Model(str(model_dir))
         self.eos_ids = frozenset(int(i) for i in eos_ids)
         self.keep = max(0, keep)
         config = json.loads((Path(model_dir) / "genai_config.json").read_text(encoding="utf-8"))
         context = int(config.get("model", {}).get("context_length") or 4096)
-        self.max_length = max_length or min(context, 4096)
+        self.max_length = max_length or min(context, 3072)
         self._kept: list[_Kept] = []
         self._lock = threading.Lock()
         self.stats = DecoderStats()
