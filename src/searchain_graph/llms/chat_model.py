@@ -19,7 +19,6 @@ log-probabilities in ``response_metadata["logprobs"]`` in OpenAI's layout, which
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import os
 import threading
@@ -35,7 +34,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from searchain_graph.llms.hub import ModelNotFoundError
-from searchain_graph.llms.weights import cache_root, content_key, dequantized_dir, load_transformers, save_dequantized
+from searchain_graph.llms.weights import load_transformers
 
 logger = logging.getLogger(__name__)
 
@@ -158,36 +157,13 @@ class TransformersChatModel(BaseChatModel):
             )
             self._model.eval()
         else:
-            self._tokenizer, self._genai = self._load_genai(self.backend.removeprefix("onnx-"))
+            from searchain_graph.llms.onnx_genai import load_genai
+
+            self._tokenizer, self._genai = load_genai(
+                self.model_path, self.gguf_file, self.backend.removeprefix("onnx-")
+            )
         if self._tokenizer.pad_token_id is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token
-
-    def _load_genai(self, precision: str) -> tuple[Any, Any]:
-        """The tokenizer and a :class:`~searchain_graph.llms.onnx_genai.GenAIDecoder`, converting once."""
-        from transformers import AutoTokenizer
-
-        from searchain_graph.llms.onnx_genai import GenAIDecoder, build_genai_model
-
-        if self.gguf_file:
-            source = dequantized_dir(Path(self.model_path) / self.gguf_file)
-        elif Path(self.model_path).is_dir():
-            source = Path(self.model_path)
-        else:  # a hub name: the converter needs the checkpoint on disk
-            source = cache_root() / "transformers" / self.model_path.replace("/", "--")
-        if not (source / "config.json").is_file():
-            tokenizer, model, local = load_transformers(self.model_path, self.gguf_file)
-            if local is None and not save_dequantized(model, tokenizer, source):
-                raise ModelNotFoundError(f"cannot write {source}, which the ONNX conversion needs")
-            del model
-        tokenizer = AutoTokenizer.from_pretrained(source)
-        target = cache_root() / "onnx" / f"{source.name}-{precision}-{content_key(source)}"
-        build_genai_model(source, target, precision=precision)
-        eos = {tokenizer.eos_token_id} - {None}
-        generation = source / "generation_config.json"
-        if generation.is_file():
-            ids = json.loads(generation.read_text(encoding="utf-8")).get("eos_token_id")
-            eos |= set(ids if isinstance(ids, list) else [ids]) - {None}
-        return tokenizer, GenAIDecoder(target, eos_ids=sorted(eos))
 
     # -- generation ------------------------------------------------------------------------------
     def _generate(

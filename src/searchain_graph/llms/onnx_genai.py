@@ -18,6 +18,7 @@ prebuilt for Linux, macOS and Windows: no compile step.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -31,11 +32,27 @@ from typing import Any
 
 import numpy as np
 
+from searchain_graph.llms.gguf_blocks import NotExactError, gguf_source, write_blocks
+from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.llms.weights import cache_root, content_key, dequantized_dir, load_transformers, save_dequantized
+
+logger = logging.getLogger(__name__)
+
 GENAI_PRECISIONS: dict[str, list[str]] = {
     # int4 weights in blocks of 32, int8 activations in the products (accuracy level 4), and logits
     # for the last prompt position only during prefill.
     "int4": ["-p", "int4", "--extra_options", "int4_accuracy_level=4", "prune_lm_head=true"],
     "int8": ["-p", "int8", "--extra_options", "prune_lm_head=true"],
+    # int4 for a GGUF source: only the products quantised, so that gguf_blocks.write_blocks can put
+    # the file's own blocks in.
+    "int4-gguf": [
+        "-p",
+        "int4",
+        "--extra_options",
+        "accuracy_level=4",
+        "prune_lm_head=true",
+        "op_types_to_quantize=MatMul",
+    ],
     "fp32": ["-p", "fp32", "--extra_options", "prune_lm_head=true"],
 }
 """The precisions :func:`build_genai_model` offers, with the builder's options for each."""
@@ -66,11 +83,19 @@ def import_genai() -> Any:
     return onnxruntime_genai
 
 
-def build_genai_model(source: Path, target: Path, *, precision: str = "int4", timeout: float = 1800) -> Path:
+def build_genai_model(
+    source: Path,
+    target: Path,
+    *,
+    precision: str = "int4",
+    transform: Callable[[Path], None] | None = None,
+    timeout: float = 1800,
+) -> Path:
     """Convert the transformers checkpoint at ``source`` into an ONNX Runtime GenAI model at ``target``.
 
     Nothing is done when ``target`` already holds a model. The conversion writes into a sibling
     directory and renames it, so an interrupted build never leaves a half-written model.
+    ``transform(model_dir)``, when given, rewrites the built model before that rename.
 
     Raises:
         ValueError: an unknown precision.
@@ -91,6 +116,8 @@ def build_genai_model(source: Path, target: Path, *, precision: str = "int4", ti
         if done.returncode != 0 or not (out / "genai_config.json").is_file():
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
             raise GenAIUnavailableError(f"onnxruntime-genai could not convert {source}:\n{tail}")
+        if transform is not None:
+            transform(out)
         try:
             os.replace(out, target)
         except OSError:
@@ -240,3 +267,60 @@ class GenAIDecoder:
                 rows.append(np.asarray(gen.get_logits())[0, -1].astype(np.float32))
                 gen.append_tokens([int(token)])
         return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+
+
+def load_genai(model_path: str, gguf_file: str | None, precision: str) -> tuple[Any, GenAIDecoder]:
+    """The tokenizer and a :class:`GenAIDecoder` for a checkpoint, converting it once (cached).
+
+    A GGUF file is first dequantised (:mod:`~searchain_graph.llms.weights`); a hub name is saved
+    to the cache, since the converter reads a checkpoint on disk. In int4, a GGUF file's own Q4_1
+    and Q8_0 blocks are written into the model (:mod:`~searchain_graph.llms.gguf_blocks`) when its
+    layout allows, instead of quantising its dequantised weights again.
+
+    Raises:
+        ModelNotFoundError: the checkpoint cannot be found, or its copy cannot be written.
+        GenAIUnavailableError: onnxruntime-genai is missing or cannot convert it.
+    """
+    from transformers import AutoTokenizer
+
+    if gguf_file:
+        source = dequantized_dir(Path(model_path) / gguf_file)
+    elif Path(model_path).is_dir():
+        source = Path(model_path)
+    else:  # a hub name: the converter needs the checkpoint on disk
+        source = cache_root() / "transformers" / model_path.replace("/", "--")
+    if not (source / "config.json").is_file():
+        tokenizer, model, local = load_transformers(model_path, gguf_file)
+        if local is None and not save_dequantized(model, tokenizer, source):
+            raise ModelNotFoundError(f"cannot write {source}, which the ONNX conversion needs")
+        del model
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    key = content_key(source)
+    target = None
+    if gguf_file and precision == "int4":
+        gguf_path = Path(model_path) / gguf_file
+        config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+        heads = int(config["num_attention_heads"])
+        kv_heads = int(config.get("num_key_value_heads") or heads)
+
+        def exact(model_dir: Path) -> None:
+            write_blocks(model_dir, gguf_source(gguf_path), heads=heads, kv_heads=kv_heads)
+
+        exact_dir = cache_root() / "onnx" / f"{source.name}-int4-gguf-{key}"
+        refused = exact_dir.with_name(exact_dir.name + ".not-exact")
+        try:
+            if not refused.is_file():
+                target = build_genai_model(source, exact_dir, precision="int4-gguf", transform=exact)
+        except NotExactError as exc:
+            logger.info("%s: quantising the dequantised weights to int4 again (%s)", gguf_path.name, exc)
+            refused.write_text(f"{exc}\n", encoding="utf-8")  # do not try again at every load
+    if target is None:
+        target = build_genai_model(
+            source, cache_root() / "onnx" / f"{source.name}-{precision}-{key}", precision=precision
+        )
+    eos = {tokenizer.eos_token_id} - {None}
+    generation = source / "generation_config.json"
+    if generation.is_file():
+        ids = json.loads(generation.read_text(encoding="utf-8")).get("eos_token_id")
+        eos |= set(ids if isinstance(ids, list) else [ids]) - {None}
+    return tokenizer, GenAIDecoder(target, eos_ids=sorted(eos))
