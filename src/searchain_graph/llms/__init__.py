@@ -6,6 +6,8 @@
 * :mod:`~searchain_graph.llms.batching`: continuous batching of concurrent requests;
 * :mod:`~searchain_graph.llms.onnx_genai`: the ONNX Runtime GenAI backend (int4/int8 weights, kept
   prompt prefixes);
+* :mod:`~searchain_graph.llms.gguf_blocks`: a GGUF file's Q4_1/Q8_0 blocks written into that
+  model exactly;
 * :mod:`~searchain_graph.llms.weights`: loading a checkpoint, and the content-keyed caches of its
   conversions.
 

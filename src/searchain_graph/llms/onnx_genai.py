@@ -4,7 +4,7 @@ A 135M-parameter model decoding one token at a time on a CPU is bound by memory 
 overhead, not by arithmetic: in fp32 through PyTorch, SmolLM2 reads 540 MB of weights a token and
 spends a third of its time outside the matrix products. ONNX Runtime GenAI runs the whole decoder as
 one graph with fused attention and 4-bit weights (``MatMulNBits``, int8 activations), which is about
-4.5x faster here (``benchmarks/llm_speed.py``, figures in ``docs/benchmarks.md``). Its wheels are
+4x faster here (``benchmarks/llm_speed.py``, figures in ``docs/benchmarks.md``). Its wheels are
 prebuilt for Linux, macOS and Windows: no compile step.
 
 * :func:`build_genai_model` converts a transformers checkpoint with onnxruntime-genai's own model
