@@ -95,7 +95,7 @@ def _add_backend(parser: argparse.ArgumentParser) -> None:
         default="torch",
         choices=("torch", "onnx-int4", "onnx-int8", "onnx-fp32"),
         help="local models: torch (fp32 reference, default), or ONNX Runtime GenAI with int4 or fp32 weights "
-        "(converted once, cached; about 4.5x faster decoding in int4)",
+        "(converted once, cached; about 4x faster decoding in int4)",
     )
 
 
