@@ -134,7 +134,12 @@ class TransformersChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model_path": self.model_path, "gguf_file": self.gguf_file, "max_new_tokens": self.max_new_tokens}
+        return {
+            "model_path": self.model_path,
+            "gguf_file": self.gguf_file,
+            "max_new_tokens": self.max_new_tokens,
+            "backend": self.backend,
+        }
 
     # -- loading ---------------------------------------------------------------------------------
     def load(self) -> TransformersChatModel:
