@@ -65,6 +65,7 @@ class DPRReader(_SpanReader):
 
     default_threshold: ClassVar[float] = 1.5
     _what: ClassVar[str] = "DPR reader"
+    _calibration_kind: ClassVar[str] = "dpr"
 
     def __init__(
         self,

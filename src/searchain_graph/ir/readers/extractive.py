@@ -65,6 +65,7 @@ class _SpanReader:
 
     default_threshold: ClassVar[float] = 1.5
     _what: ClassVar[str] = "reader"
+    _calibration_kind: ClassVar[str] = "span"
 
     def __init__(
         self,
@@ -100,6 +101,11 @@ class _SpanReader:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model_name!r})"
+
+    @property
+    def calibration_key(self) -> str:
+        """Names this reader and its model for a saved θ: ``"dpr:<model>"``, ``"extractive:<model>"``."""
+        return f"{self._calibration_kind}:{self.model_name}"
 
     # -- what the two readers do differently -----------------------------------------------------
     @staticmethod
@@ -275,6 +281,7 @@ class ExtractiveQAReader(_SpanReader):
 
     default_threshold: ClassVar[float] = 1.5
     _what: ClassVar[str] = "extractive QA model"
+    _calibration_kind: ClassVar[str] = "extractive"
 
     def __init__(
         self,

@@ -35,6 +35,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from searchain_graph.ir.readers.base import MIN_CONFIDENCE, ReaderOutput, logprob_confidence
+from searchain_graph.ir.readers.calibration import chat_model_name
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +133,11 @@ class LLMReader:
 
     default_threshold: float = 1.5
     """θ for this reader's scale: f > 1.5 means a mean token probability above 0.82."""
+
+    @property
+    def calibration_key(self) -> str:
+        """Names this reader and its chat model for a saved θ: ``"llm:<model name>"``."""
+        return "llm:" + chat_model_name(self.llm)
 
     def __init__(
         self,
