@@ -150,8 +150,13 @@ def sweep(nodes: Sequence[dict[str, Any]], thresholds: Sequence[float] = DEFAULT
     return rows
 
 
-def render_sweep(rows: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]], *, reader_name: str) -> str:
-    """A Markdown table of :func:`sweep`'s rows, with retrieval hit rate and the *f* distribution."""
+def render_sweep(
+    rows: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]], *, reader_name: str, chosen: int | None = None
+) -> str:
+    """A Markdown table of :func:`sweep`'s rows, with retrieval hit rate and the *f* distribution.
+
+    ``chosen``: the index of a row to mark (its θ in bold, "(chosen)").
+    """
     hit = sum(1 for n in nodes if n.get("hit")) / len(nodes) if nodes else 0.0
     fs = sorted(n["f"] for n in nodes if n.get("f") is not None)
     spread = f"min {fs[0]:.2f}, median {fs[len(fs) // 2]:.2f}, max {fs[-1]:.2f}" if fs else "none"
@@ -163,9 +168,10 @@ def render_sweep(rows: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]]
         "| θ | wrong repaired | wrong mis-corrected | wrong missed | correct broken | unsolved completed |",
         "|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in rows:
+    for i, r in enumerate(rows):
+        theta = f"**{r['theta']:g}** (chosen)" if i == chosen else f"{r['theta']:g}"
         lines.append(
-            f"| {r['theta']:g} | {100 * r['wrong_repaired']:.1f}% | {100 * r['wrong_miscorrected']:.1f}% | "
+            f"| {theta} | {100 * r['wrong_repaired']:.1f}% | {100 * r['wrong_miscorrected']:.1f}% | "
             f"{100 * r['wrong_missed']:.1f}% | {100 * r['correct_broken']:.1f}% | "
             f"{100 * r['unsolved_completed']:.1f}% |"
         )
