@@ -12,9 +12,11 @@ def load_reader(spec: str, llm: BaseChatModel) -> Reader:
     """A reader from a command-line spec, loaded now so that a bad path fails early.
 
     Args:
-        spec: ``llm`` (:class:`LLMReader` over ``llm``), ``dpr[:MODEL]`` (the paper's DPR
-            reader) or ``extractive[:MODEL]`` (any SQuAD-style QA model); ``MODEL`` is a hub
-            name or a local directory.
+        spec: ``bundled[:DIR]`` (the reader shipped in the package,
+            :class:`~searchain_graph.ir.readers.bundled.BundledReader`), ``llm``
+            (:class:`LLMReader` over ``llm``), ``dpr[:MODEL]`` (the paper's DPR reader) or
+            ``extractive[:MODEL]`` (any SQuAD-style QA model); ``MODEL`` is a hub name or a
+            local directory.
         llm: The chat model, for ``llm``.
 
     Raises:
@@ -24,6 +26,10 @@ def load_reader(spec: str, llm: BaseChatModel) -> Reader:
     kind, _, model = spec.partition(":")
     if kind == "llm":
         return LLMReader(llm)
+    if kind == "bundled":
+        from searchain_graph.ir.readers.bundled import BundledReader
+
+        return (BundledReader(model) if model else BundledReader()).load()
     if kind in ("dpr", "extractive"):
         from searchain_graph.ir.readers.dpr import DPRReader
         from searchain_graph.ir.readers.extractive import ExtractiveQAReader
@@ -31,4 +37,4 @@ def load_reader(spec: str, llm: BaseChatModel) -> Reader:
         cls = DPRReader if kind == "dpr" else ExtractiveQAReader
         reader = cls(model) if model else cls()
         return reader.load()
-    raise ValueError(f"unknown --reader {spec!r}: use llm, dpr[:MODEL] or extractive[:MODEL]")
+    raise ValueError(f"unknown --reader {spec!r}: use bundled[:DIR], llm, dpr[:MODEL] or extractive[:MODEL]")

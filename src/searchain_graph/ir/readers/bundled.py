@@ -1,0 +1,96 @@
+"""The reader that ships with the package: a small DPR reader, offline, with a measured θ.
+
+SearChain's reader is DPR's (Section 3.3): a cross-encoder over ``[CLS] question [SEP] title
+[SEP] text`` that extracts the answer *g* (span head) and scores how likely the passage is to
+answer the question (relevance head, SearChain's *f*). :class:`BundledReader` is that
+architecture (``transformers.DPRReader``) at all-MiniLM-L6-v2's size (6 layers, 384 wide, 22M
+parameters), trained by ``training/train_reader.py`` on SQuAD v1.1 train with a negative passage
+for every question (BM25's best wrong paragraph, or another paragraph of the same article), so
+its *f* is the log-odds that this one passage answers the question. The weights are in the
+package (fp16, about 45 MB), with a model card (``README.md`` beside them); nothing is fetched.
+
+θ is not the paper's 1.5, which belongs to DPR's own scale: it was chosen on the ``../shared``
+dev samples by the calibration rule of :mod:`searchain_graph.evaluation.calibration` and is
+stored beside the weights (``calibration.json``); :attr:`BundledReader.default_threshold`
+reads it.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from searchain_graph.ir.readers.dpr import DPRReader
+from searchain_graph.llms.hub import ModelNotFoundError
+
+__all__ = ["BUNDLED_READER_DIR", "BundledReader", "bundled_threshold"]
+
+BUNDLED_READER_DIR = Path(__file__).with_name("minilm_dpr")
+"""Where the bundled weights, tokenizer, model card and calibration live."""
+
+FALLBACK_THRESHOLD = 0.0
+"""θ when ``calibration.json`` is missing: even odds that the passage answers."""
+
+
+@cache
+def bundled_threshold(directory: Path = BUNDLED_READER_DIR) -> float:
+    """The calibrated θ stored with the bundled weights (``FALLBACK_THRESHOLD`` without one)."""
+    path = directory / "calibration.json"
+    if not path.is_file():
+        return FALLBACK_THRESHOLD
+    return float(json.loads(path.read_text(encoding="utf-8"))["threshold"])
+
+
+class _Threshold:
+    """``default_threshold`` read from the calibration file on first use."""
+
+    def __get__(self, obj: Any, owner: type) -> float:
+        return bundled_threshold(Path(obj.model_name) if obj is not None else BUNDLED_READER_DIR)
+
+
+class BundledReader(DPRReader):
+    """The offline default reader: a DPR reader on all-MiniLM-L6-v2, shipped in the package.
+
+    Reads as :class:`~searchain_graph.ir.readers.dpr.DPRReader` does (same layout, windows and
+    batching), in windows of 192 tokens, the length it was trained at. The model runs in fp32
+    (the file is fp16, which CPUs run slowly).
+
+    Args:
+        model: Another directory with weights of the same kind (default: the bundled ones).
+        **kwargs: As for :class:`~searchain_graph.ir.readers.dpr.DPRReader`.
+
+    Raises:
+        ModelNotFoundError: (on load) the bundled weights are missing from this installation.
+
+    Example:
+        >>> reader = BundledReader()  # doctest: +SKIP
+        >>> reader.read("Where was Kevin Drew born?", "Kevin Drew\\nKevin Drew was born in Toronto.")  # doctest: +SKIP
+        ReaderOutput(answer='toronto', confidence=5.2)
+    """
+
+    default_threshold = _Threshold()  # type: ignore[assignment]
+    _what = "bundled reader"
+
+    def __init__(self, model: str | Path = BUNDLED_READER_DIR, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 192)
+        kwargs.setdefault("stride", 64)
+        kwargs.setdefault("max_query_tokens", 32)
+        super().__init__(model, **kwargs)
+
+    @property
+    def calibration_key(self) -> str:
+        """Identifies the weights for saved calibrations: the bundled ones by their training step."""
+        info = Path(self.model_name) / "training.json"
+        step = json.loads(info.read_text(encoding="utf-8")).get("step") if info.is_file() else None
+        return f"bundled:{Path(self.model_name).name}:{step}"
+
+    def _load(self, source: str) -> tuple[Any, Any]:
+        if not (Path(source) / "model.safetensors").is_file():
+            raise ModelNotFoundError(
+                f"the bundled reader's weights are not in {source}; reinstall searchain-graph, "
+                "or choose another reader (--reader llm|dpr|extractive)"
+            )
+        tokenizer, model = super()._load(source)
+        return tokenizer, model.float()
