@@ -22,7 +22,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
 from searchain_graph import BM25Retriever, LLMReader, TransformersChatModel, create_searchain_graph, load_chat_model
-from searchain_graph.method.parsing import normalize_answer
+from searchain_graph.evaluation.metrics import cover_em
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = {"words_in": 390, "words_out": 189, "rounds": 2.21, "seconds": 8.52}
@@ -46,11 +46,6 @@ class ReaderUsage(BaseCallbackHandler):
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         if run_id in self._reader_runs:
             self.words_out += sum(len(g.text.split()) for gens in response.generations for g in gens)
-
-
-def cover_em(prediction: str, golds: list[str]) -> bool:
-    pred = f" {normalize_answer(prediction)} "
-    return any(f" {normalize_answer(g)} " in pred for g in golds if normalize_answer(g))
 
 
 def main() -> None:
@@ -108,8 +103,8 @@ def main() -> None:
     print(f"questions: {len(rows)} (HotpotQA dev, IRCoT subsample), max_rounds={args.max_rounds}\n")
     print("| per question (mean) | this run | paper, Table 5 (gpt-3.5) |")
     print("|---|---|---|")
-    seconds = [r["seconds"] for r in rows]
-    print(f"| wall time, s | {mean('seconds'):.1f} (median {statistics.median(seconds):.1f}) | {PAPER['seconds']} |")
+    walls = [r["seconds"] for r in rows]
+    print(f"| wall time, s | {mean('seconds'):.1f} (median {statistics.median(walls):.1f}) | {PAPER['seconds']} |")
     print(f"| rounds | {mean('rounds'):.2f} | {PAPER['rounds']} |")
     print(f"| reasoning LLM calls (CoQ + tracing) | {mean('llm_calls'):.2f} | - |")
     print(f"| words in / out, reasoning LLM | {mean('words_in'):.0f} / {mean('words_out'):.0f} | 390 / 189 |")

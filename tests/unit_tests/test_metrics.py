@@ -23,8 +23,11 @@ def test_exact_match_is_squad_em_over_aliases() -> None:
     assert exact_match("the Toronto Coach Terminal.", ["Toronto Coach Terminal"]) == 1.0
     assert exact_match("Toronto Coach Terminal in Ontario", ["Toronto Coach Terminal"]) == 0.0
     assert exact_match("U.S.", ["United States", "U.S."]) == 1.0
-    assert exact_match("us", ["U.S."]) == 0.0  # "U.S." normalises to "u s"
-    assert exact_match("u s", ["U.S."]) == 1.0
+    # Punctuation is deleted, as in SQuAD's evaluate-v1.1.py: "U.S." normalises to "us".
+    assert exact_match("us", ["U.S."]) == 1.0
+    assert exact_match("u s", ["U.S."]) == 0.0
+    assert exact_match("Mountbatten Windsor", ["Mountbatten-Windsor"]) == 0.0
+    assert exact_match("3384569", ["3,384,569"]) == 1.0
 
 
 def test_f1_hand_computed() -> None:
@@ -58,9 +61,23 @@ def test_empty_inputs_score_zero(metric: Callable[[str | None, Sequence[str]], f
     assert fn(None, ["Toronto"]) == 0.0
     assert fn("The.", ["Toronto"]) == 0.0  # normalises to nothing
     assert fn("Toronto", []) == 0.0
-    # A gold answer that normalises to "" never matches, even an empty prediction.
-    assert fn("", [""]) == 0.0
     assert fn("anything at all", ["the", "...", ""]) == 0.0
+
+
+@pytest.mark.parametrize("metric", [cover_em, rouge_l])
+def test_empty_gold_never_matches_in_cover_em_and_rouge(metric: Callable[[str | None, Sequence[str]], float]) -> None:
+    # A gold answer that normalises to "" is skipped, so even an empty prediction misses it.
+    assert metric("", [""]) == 0.0
+    assert metric("The.", ["the", "..."]) == 0.0
+
+
+def test_empty_gold_in_em_and_f1_as_the_official_scripts() -> None:
+    # evaluate-v1.1.py compares normalised strings: "" equals "" (EM 1); F1 has no common token (0).
+    assert exact_match("", [""]) == 1.0
+    assert exact_match(None, ["The..."]) == 1.0
+    assert exact_match("The.", ["the", "Toronto"]) == 1.0
+    assert f1("", [""]) == 0.0
+    assert f1("The.", ["the"]) == 0.0
 
 
 def test_a_bare_string_is_one_answer() -> None:
@@ -68,10 +85,15 @@ def test_a_bare_string_is_one_answer() -> None:
     assert exact_match("t", "Toronto") == 0.0  # not a list of characters
 
 
-def test_unicode_punctuation_and_width_normalised() -> None:
-    assert exact_match("«Spirit If…»", ["Spirit If..."]) == 1.0
-    assert exact_match("Ｔｏｒｏｎｔｏ", ["Toronto"]) == 1.0  # NFKC folds full-width letters
+def test_unicode_punctuation_and_width_normalised_for_cover_em_only() -> None:
+    # cover-EM uses the extended normalisation (NFKC, Unicode punctuation split off).
+    assert cover_em("«Spirit If…»", ["Spirit If..."]) == 1.0
+    assert cover_em("Ｔｏｒｏｎｔｏ", ["Toronto"]) == 1.0  # NFKC folds full-width letters
     assert cover_em("It’s “Kevin Drew”—the singer.", ["Kevin Drew"]) == 1.0
+    # EM and F1 follow the official scripts: only string.punctuation is deleted, no NFKC.
+    assert exact_match("«Spirit If…»", ["Spirit If..."]) == 0.0
+    assert exact_match("Ｔｏｒｏｎｔｏ", ["Toronto"]) == 0.0
+    assert f1("“Kevin Drew”", ["Kevin Drew"]) == 0.0  # "“kevin" and "drew”" are other tokens
     assert f1("Pál Gábor", ["Pál Gábor"]) == 1.0  # accents are kept, not stripped
 
 
@@ -106,9 +128,10 @@ def test_fact_label(prediction: str, label: str) -> None:
 def test_score_yesno_normalises_before_scoring() -> None:
     assert score("Yes, frost is common.", ["yes"], "yesno") == {"cover_em": 1.0, "em": 1.0, "f1": 1.0}
     assert score("Yes, frost is common.", ["no"], "yesno") == {"cover_em": 0.0, "em": 0.0, "f1": 0.0}
-    # Unnormalised (multihop): EM 0; F1 with P=1/4, R=1 is 0.4.
+    # Unnormalised (multihop): EM 0; F1 0 by HotpotQA's yes/no rule (SQuAD's F1, P=1/4, R=1, is 0.4).
     assert score("Yes, frost is common.", ["yes"], "multihop")["em"] == 0.0
-    assert score("Yes, frost is common.", ["yes"], "multihop")["f1"] == pytest.approx(0.4)
+    assert score("Yes, frost is common.", ["yes"], "multihop")["f1"] == 0.0
+    assert f1("Yes, frost is common.", ["yes"], yes_no_rule=False) == pytest.approx(0.4)
 
 
 def test_score_fact_labels() -> None:
