@@ -15,12 +15,12 @@ integration:
 	pytest -m integration
 
 lint:
-	ruff check src tests examples benchmarks
-	ruff format --check src tests examples benchmarks
+	ruff check src tests examples benchmarks training
+	ruff format --check src tests examples benchmarks training
 
 format:
-	ruff format src tests examples benchmarks
-	ruff check --fix src tests examples benchmarks
+	ruff format src tests examples benchmarks training
+	ruff check --fix src tests examples benchmarks training
 
 type:
 	mypy

@@ -52,6 +52,7 @@ def auroc(positives: list[float], negatives: list[float]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Measure the reader and print (and optionally save) the figures as JSON."""
     from searchain_graph.evaluation.metrics import exact_match, f1
     from searchain_graph.ir.bm25 import BM25Index
     from searchain_graph.ir.readers.bundled import BUNDLED_READER_DIR, BundledReader
@@ -84,12 +85,15 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     outs = reader.read_batch([(q, passage(t, c)) for q, t, c, _ in items])
     read_seconds = time.perf_counter() - start
-    em = 100 * sum(max(exact_match(o.answer, g) for g in gold) for o, (*_, gold) in zip(outs, items)) / len(items)
-    f1s = 100 * sum(max(f1(o.answer, g) for g in gold) for o, (*_, gold) in zip(outs, items)) / len(items)
+    golds = [gold for *_, gold in items]
+    em = 100 * sum(max(exact_match(o.answer, g) for g in gold) for o, gold in zip(outs, golds, strict=True))
+    em /= len(items)
+    f1s = 100 * sum(max(f1(o.answer, g, yes_no_rule=False) for g in gold) for o, gold in zip(outs, golds, strict=True))
+    f1s /= len(items)
 
     index = BM25Index.build((f"{t}\n{c}" for t, c in paragraphs), workers=1)
     negatives_pairs = []
-    for q, t, c, gold in items:
+    for q, _title, c, gold in items:
         ids, _ = index.search(q, k=8)
         for i in ids:
             nt, nc = paragraphs[int(i)]
@@ -110,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     v2_items = v2_items[: args.questions]
     v2_out = reader.read_batch([(q, passage(t, c)) for q, t, c, _ in v2_items])
     rel_v2 = auroc(
-        [o.confidence for o, it in zip(v2_out, v2_items) if not it[3]],
-        [o.confidence for o, it in zip(v2_out, v2_items) if it[3]],
+        [o.confidence for o, it in zip(v2_out, v2_items, strict=True) if not it[3]],
+        [o.confidence for o, it in zip(v2_out, v2_items, strict=True) if it[3]],
     )
 
     speed = [(q, passage(t, c)) for q, t, c, _ in items[: args.speed_pairs]]

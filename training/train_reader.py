@@ -215,6 +215,7 @@ def base_encoder() -> Path:
 
 
 def train(args: argparse.Namespace) -> int:
+    """Train (or go on training) as ``args`` say; returns the exit status."""
     import torch
     import torch.nn.functional as F
     from transformers import AutoTokenizer
@@ -329,6 +330,7 @@ def train(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: train, or ``--export`` the last checkpoint."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--squad", type=Path, default=Path("../shared/data/squad/train-v1.1.rebuilt.json.gz"))
     p.add_argument("--out", type=Path, required=True, help="run directory: checkpoint.pt, train_log.jsonl")

@@ -525,3 +525,19 @@ def test_corpus_ids_match_index_for_every_paragraph_format(tmp_path: Path) -> No
         indexed = list(iter_corpus(path))
         assert [(d.page_content, d.metadata) for d in docs] == [(d.page_content, d.metadata) for d in indexed]
     assert len(corpus_paragraphs(load_dataset("musique", files[0]))) == 3  # the repeated question adds nothing
+
+
+def test_2wiki_evidence_triples_become_the_gold_decomposition(tmp_path: Path) -> None:
+    record = _twowiki("e", "compositional", 0)
+    record["evidences"] = [["Forbidden Ground", "director", "Pál Gábor"], ["Pál Gábor", "date of birth", "1932"], ["x"]]
+    (example,) = load_dataset("2wikimultihopqa", _jsonl(tmp_path / "dev.jsonl", [record]))
+    assert example["decomposition"] == [
+        {"question": "What is the director of Forbidden Ground?", "answer": "Pál Gábor"},
+        {"question": "What is the date of birth of Pál Gábor?", "answer": "1932"},
+    ]  # a malformed triple is left out
+    assert (
+        load_dataset("2wikimultihopqa", _jsonl(tmp_path / "none.jsonl", [_twowiki("n", "comparison", 0)]))[0][
+            "decomposition"
+        ]
+        is None
+    )

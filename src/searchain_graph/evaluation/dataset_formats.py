@@ -156,7 +156,27 @@ def _twowiki(record: Mapping[str, Any], where: str, number: int) -> Example:
     meta: dict[str, object] = {"supporting_facts": record.get("supporting_facts") or [], "evidences": evidences}
     if isinstance(kind, str):
         meta["type"] = kind
-    return _example("2wikimultihopqa", qid, question, answers, hops=hops, paragraphs=paragraphs, meta=meta)
+    steps = _evidence_steps(evidences)
+    return _example(
+        "2wikimultihopqa",
+        qid,
+        question,
+        answers,
+        hops=hops,
+        paragraphs=paragraphs,
+        decomposition=steps or None,
+        meta=meta,
+    )
+
+
+def _evidence_steps(evidences: list[Any]) -> list[Step]:
+    """2Wiki's evidence triples ``(subject, relation, object)`` as sub-questions: "What is the R of S?" -> O."""
+    steps: list[Step] = []
+    for triple in evidences:
+        if isinstance(triple, list) and len(triple) == 3 and all(isinstance(x, str) and x.strip() for x in triple):
+            subject, relation, obj = (x.strip() for x in triple)
+            steps.append({"question": f"What is the {relation} of {subject}?", "answer": obj})
+    return steps
 
 
 def _evidence_paragraphs(evidence: Any) -> list[str]:

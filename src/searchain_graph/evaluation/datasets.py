@@ -54,8 +54,10 @@ Hops (``Example["hops"]``):
 Decompositions: MuSiQue's sub-questions with their ``#k`` references replaced by the
 answer of step *k* (the unresolved questions stay in ``meta["raw_decomposition"]``);
 Bamboogle's ``Q1``/``A1``, ``Q2``/``A2`` (the first of each list of sub-answers; all of
-them in ``meta["step_answers"]``); StrategyQA's sub-questions with empty answers (their
-``#k`` references cannot be resolved).
+them in ``meta["step_answers"]``); 2WikiMultihopQA's evidence triples ``(subject, relation,
+object)`` as "What is the *relation* of *subject*?" with the object as answer (the dataset has no
+natural-language sub-questions; the triples are its gold reasoning path); StrategyQA's
+sub-questions with empty answers (their ``#k`` references cannot be resolved).
 
 Identifiers: the dataset's own (``_id``, ``question_id``, ``id``, ``qid``, ``q_id``, as a
 string); Bamboogle has none, so its questions are ``bamboogle-N`` by position in the file

@@ -1,0 +1,83 @@
+"""The reader shipped in the package, on its shipped weights: loading, reading, batching, no-answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from searchain_graph.ir.readers.base import MIN_CONFIDENCE, ReaderOutput
+from searchain_graph.ir.readers.bundled import BUNDLED_READER_DIR, BundledReader, bundled_threshold
+from searchain_graph.ir.readers.load import load_reader
+from searchain_graph.llms.hub import ModelNotFoundError
+from tests.helpers import assert_reads_close
+
+DREW = "Kevin Drew\nKevin Drew (born September 9, 1976) is a Canadian musician. He was born in Toronto, Ontario."
+GREYHOUND = (
+    "Greyhound Lines\nGreyhound Lines, Inc. is an intercity bus carrier serving over 3,800 destinations in "
+    "North America. Its buses in Toronto leave from the Toronto Coach Terminal."
+)
+PEAR = "Pear\nThe pear tree is a species of the genus Pyrus. Pears are eaten fresh, canned, or dried."
+
+
+@pytest.fixture(scope="module")
+def reader() -> BundledReader:
+    return BundledReader().load()
+
+
+def test_the_weights_ship_with_the_package_with_a_card_and_a_calibration() -> None:
+    names = {p.name for p in BUNDLED_READER_DIR.iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "README.md", "calibration.json"} <= names
+    size = sum(p.stat().st_size for p in BUNDLED_READER_DIR.iterdir())
+    assert size <= 50 * 1024 * 1024
+    calibration = json.loads((BUNDLED_READER_DIR / "calibration.json").read_text(encoding="utf-8"))
+    assert BundledReader.default_threshold == pytest.approx(calibration["threshold"])
+    assert bundled_threshold() == pytest.approx(calibration["threshold"])
+
+
+def test_loads_by_spec_offline(reader: BundledReader) -> None:
+    loaded = load_reader("bundled", llm=None)  # type: ignore[arg-type]
+    assert isinstance(loaded, BundledReader)
+    assert Path(loaded.model_name) == BUNDLED_READER_DIR
+    assert loaded.calibration_key.startswith("bundled:minilm_dpr:")
+
+
+def test_extracts_the_answer_from_a_passage_that_holds_it(reader: BundledReader) -> None:
+    out = reader.read("Where was Kevin Drew born?", DREW)
+    assert isinstance(out, ReaderOutput)
+    assert "toronto" in out.answer.lower()
+    assert out.confidence > reader.default_threshold
+
+
+def test_a_passage_without_the_answer_scores_below_one_that_has_it(reader: BundledReader) -> None:
+    right = reader.read("Where was Kevin Drew born?", DREW)
+    wrong = reader.read("Where was Kevin Drew born?", PEAR)
+    assert wrong.confidence < right.confidence
+    assert wrong.confidence < reader.default_threshold
+
+
+def test_batch_agrees_with_one_at_a_time(reader: BundledReader) -> None:
+    pairs = [
+        ("Where was Kevin Drew born?", DREW),
+        ("Where do Greyhound buses in Toronto leave from?", GREYHOUND),
+        ("What genus is the pear in?", PEAR),
+        ("Where was Kevin Drew born?", PEAR),
+    ]
+    assert_reads_close(reader.read_batch(pairs), [reader.read(q, p) for q, p in pairs])
+
+
+def test_reads_a_long_passage_past_its_first_window(reader: BundledReader) -> None:
+    filler = " ".join(f"The committee met on day {i} and discussed the annual budget." for i in range(60))
+    passage = f"Report\n{filler} The new library was designed by the architect Zaha Hadid."
+    out = reader.read("Who designed the new library?", passage)
+    assert "hadid" in out.answer.lower()
+
+
+def test_an_empty_passage_reads_as_no_answer(reader: BundledReader) -> None:
+    assert reader.read("Where was Kevin Drew born?", "") == ReaderOutput("", MIN_CONFIDENCE)
+
+
+def test_missing_weights_name_the_directory(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotFoundError, match=str(tmp_path)):
+        BundledReader(tmp_path).load()
