@@ -3,8 +3,10 @@
 Chains come from gold decompositions (MuSiQue; Bamboogle with ``--index``/``--corpus``, as it
 ships no paragraphs), with ``--wrong`` of the sub-answers replaced by wrong ones and
 ``--unsolved`` marked unsolved. Each node is retrieved (BM25 over the dataset's paragraphs,
-or ``--index``) and read once per reader; the outcome at every θ follows from *f*. See
-:mod:`searchain_graph.evaluation.oracle`.
+or ``--index``) and read once per reader; the outcome at every θ follows from *f*, and the
+calibration rule marks the θ it would choose. See :mod:`searchain_graph.evaluation.oracle` and
+:mod:`searchain_graph.evaluation.calibration` (``searchain calibrate`` runs the same code for one
+reader and saves its choice).
 
     python benchmarks/oracle_chain.py --data ../shared/data/musique/musique_ans_dev.sample100.jsonl \\
         --reader llm --out docs/results/oracle_chain.md
@@ -13,19 +15,10 @@ or ``--index``) and read once per reader; the outcome at every θ follows from *
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
-from searchain_graph.evaluation.datasets import corpus_paragraphs, load_dataset
-from searchain_graph.evaluation.oracle import (
-    DEFAULT_THRESHOLDS,
-    build_oracle_nodes,
-    read_oracle_nodes,
-    render_sweep,
-    sweep,
-)
-from searchain_graph.ir.bm25_retriever import BM25Retriever
-from searchain_graph.ir.index import load_index
+from searchain_graph.evaluation.calibration import DEFAULT_MAX_BROKEN, calibrate, dataset_retriever
+from searchain_graph.evaluation.datasets import load_dataset
 from searchain_graph.ir.readers.load import load_reader
 from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
 
@@ -42,19 +35,15 @@ def main() -> None:
     parser.add_argument("--wrong", type=float, default=0.3, help="fraction of sub-answers replaced by wrong ones")
     parser.add_argument("--unsolved", type=float, default=0.2, help="fraction of nodes marked unsolved")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--thresholds", default=",".join(f"{t:g}" for t in DEFAULT_THRESHOLDS))
+    parser.add_argument("--thresholds", default=None, help="θ to sweep, comma-separated (default: from the f seen)")
+    parser.add_argument("--max-broken", type=float, default=DEFAULT_MAX_BROKEN, help="bound of the calibration rule")
     parser.add_argument("--out", default=None, help="also write the Markdown here")
     args = parser.parse_args()
 
     examples = load_dataset(args.dataset, args.data)
-    if args.index:
-        retriever = load_index(args.index, k=1)
-    elif args.corpus:
-        retriever = BM25Retriever.from_files(args.corpus, k=1)
-    else:
-        retriever = BM25Retriever.from_documents(corpus_paragraphs(examples), k=1)
+    retriever = dataset_retriever(examples, index=args.index, corpus=args.corpus)
     examples = examples[: args.limit] if args.limit else examples
-    thresholds = [float(t) for t in args.thresholds.split(",")]
+    thresholds = [float(t) for t in args.thresholds.split(",")] if args.thresholds else None
     llm = load_chat_model(args.model, max_new_tokens=48)
     if isinstance(llm, TransformersChatModel):
         llm.load()
@@ -65,6 +54,8 @@ def main() -> None:
         + (f" --limit {args.limit}" if args.limit else "")
         + f" --wrong {args.wrong} --unsolved {args.unsolved} --seed {args.seed}"
         + "".join(f" --reader {r}" for r in args.reader or ["llm"])
+        + (f" --thresholds {args.thresholds}" if args.thresholds else "")
+        + (f" --max-broken {args.max_broken:g}" if args.max_broken != DEFAULT_MAX_BROKEN else "")
         + "`",
         "",
         f"{len(examples)} questions of {args.dataset}; LLM for the llm reader: "
@@ -72,12 +63,18 @@ def main() -> None:
         "",
     ]
     for spec in args.reader or ["llm"]:
-        nodes = build_oracle_nodes(examples, wrong_fraction=args.wrong, unsolved_fraction=args.unsolved, seed=args.seed)
-        start = time.perf_counter()
-        read_oracle_nodes(nodes, retriever, load_reader(spec, llm))
-        seconds = time.perf_counter() - start
-        sections += [f"## Reader `{spec}` ({seconds:.0f} s for {len(nodes)} nodes)", ""]
-        sections.append(render_sweep(sweep(nodes, thresholds), nodes, reader_name=spec))
+        result = calibrate(
+            examples,
+            retriever,
+            load_reader(spec, llm),
+            max_broken=args.max_broken,
+            wrong_fraction=args.wrong,
+            unsolved_fraction=args.unsolved,
+            seed=args.seed,
+            thresholds=thresholds,
+        )
+        sections += [f"## Reader `{spec}` ({result.seconds:.0f} s for {len(result.nodes)} nodes)", ""]
+        sections.append(result.render(reader_name=spec))
     text = "\n".join(sections)
     print(text)
     if args.out:

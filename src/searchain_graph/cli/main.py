@@ -1,7 +1,8 @@
 """The ``searchain`` command line: the argument parser and the entry point :func:`main`.
 
 ``searchain ask``, ``index``, ``eval`` and ``report`` are implemented in
-:mod:`searchain_graph.cli.commands`; ``searchain --version`` prints the installed version.
+:mod:`searchain_graph.cli.commands`, ``calibrate`` in :mod:`searchain_graph.cli.calibrate`;
+``searchain --version`` prints the installed version.
 ``searchain eval --help`` lists every method and every dataset, generated from the registries
 (:data:`searchain_graph.evaluation.methods.METHODS` and
 :data:`searchain_graph.evaluation.datasets.DATASETS`) when the help is shown, so that the
@@ -19,6 +20,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from searchain_graph.cli.calibrate import add_calibrate_parser, run_calibrate
 from searchain_graph.cli.commands import run_ask, run_eval, run_index, run_report
 from searchain_graph.method.context import TASKS
 
@@ -27,6 +29,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "index": run_index,
     "eval": run_eval,
     "report": run_report,
+    "calibrate": run_calibrate,
 }
 """Each sub-command and the function that runs it."""
 
@@ -132,7 +135,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "MODEL is a hub name or a local directory",
     )
     ask.add_argument(
-        "--threshold", type=float, default=None, help="confidence threshold theta (default: the reader's, 1.5)"
+        "--threshold",
+        type=float,
+        default=None,
+        help="confidence threshold theta (default: the reader's saved calibration, else its default, 1.5)",
     )
     ask.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per call, local models")
     ask.add_argument("--json", action="store_true", help="print the whole output as JSON")
@@ -194,6 +200,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     index.add_argument("--workers", type=int, default=None, help="BM25 tokenising processes (default: one per core)")
     index.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_calibrate_parser(sub)
     return parser
 
 

@@ -13,6 +13,7 @@ it carry the same.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -26,13 +27,36 @@ from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import RetryPolicy
 
 from searchain_graph.ir.readers.base import Reader
+from searchain_graph.ir.readers.calibration import load_calibration
 from searchain_graph.method.context import SearChainContext
 from searchain_graph.method.nodes import SearChainNodes
 from searchain_graph.method.state import InputState, OutputState, SearChainState
 from searchain_graph.method.verdict import DEFAULT_THRESHOLD, QueryMatcher, normalized_duplicate
 
+logger = logging.getLogger(__name__)
+
 Body = Callable[[Any, Runtime[Any]], Any]
 """A node body: ``(state, runtime) -> update``."""
+
+
+def resolve_threshold(reader: Reader, confidence_threshold: float | None = None) -> tuple[float, str]:
+    """θ for a graph and where it came from: ``(θ, source)``.
+
+    In order: ``confidence_threshold`` when given (source ``"argument"``); the θ saved for this
+    reader by ``searchain calibrate`` (``"calibration:<file>"``, see
+    :mod:`searchain_graph.ir.readers.calibration`); the reader's ``default_threshold``
+    (``"reader default"``); :data:`~searchain_graph.method.verdict.DEFAULT_THRESHOLD`, the
+    paper's 1.5 (``"paper default"``).
+    """
+    if confidence_threshold is not None:
+        return float(confidence_threshold), "argument"
+    saved = load_calibration(reader)
+    if saved is not None:
+        return float(saved["threshold"]), f"calibration:{saved['path']}"
+    default = getattr(reader, "default_threshold", None)
+    if default is not None:
+        return float(default), "reader default"
+    return DEFAULT_THRESHOLD, "paper default"
 
 
 class Step(Runnable[Any, Any]):
@@ -85,10 +109,15 @@ def create_searchain_graph(
         retriever: Any LangChain retriever; its first document is the top-1 passage ``d_i``.
         reader: Extracts ``g`` and ``f`` from a passage (``read``, optionally ``read_batch``).
         max_rounds: Most LLM-IR interaction rounds (the paper's ``r_max`` = 5).
-        confidence_threshold: θ: IR corrects an answer only when ``f > θ``. ``None`` takes the
-            reader's ``default_threshold`` (1.5 for every reader here: the paper's value for the
-            DPR reader's relevance logit, and p > 0.82 on the log-odds scale of ``LLMReader`` and
-            ``ExtractiveQAReader``; see ``docs/method.md``), or 1.5 when the reader has none.
+        confidence_threshold: θ: IR corrects an answer only when ``f > θ``. Resolved in order
+            (:func:`resolve_threshold`): this argument; else the θ saved for this reader by
+            ``searchain calibrate`` (found by the reader's ``calibration_key`` under
+            ``$SEARCHAIN_CACHE/calibration``); else the reader's ``default_threshold`` (1.5 for
+            the readers here: the paper's value for the DPR reader's relevance logit, and
+            p > 0.82 on the log-odds scale of ``LLMReader`` and ``ExtractiveQAReader``; see
+            ``docs/method.md``); else 1.5. A per-run ``SearChainContext(confidence_threshold=...)``
+            overrides all of them. The θ chosen and its source are logged (INFO) and put in the
+            graph's run metadata as ``searchain_threshold`` and ``searchain_threshold_source``.
         rouge_threshold: α: for ``task="longform"`` an answer is inconsistent with its passage
             when ROUGE-L < α (0.35 in the paper).
         task: ``multihop``, ``yesno`` (StrategyQA), ``fact`` (FEVER), ``longform`` (ELI5) or
@@ -119,8 +148,8 @@ def create_searchain_graph(
         raise TypeError(f"retriever must be a LangChain BaseRetriever, got {type(retriever).__name__}")
     if not callable(getattr(reader, "read", None)):
         raise TypeError(f"reader must have a read(query, passage) method, got {type(reader).__name__}")
-    if confidence_threshold is None:
-        confidence_threshold = float(getattr(reader, "default_threshold", DEFAULT_THRESHOLD))
+    confidence_threshold, source = resolve_threshold(reader, confidence_threshold)
+    logger.info("SearChain θ = %g (%s)", confidence_threshold, source)
     defaults = SearChainContext(
         max_rounds=max_rounds,
         confidence_threshold=confidence_threshold,
@@ -161,4 +190,7 @@ def create_searchain_graph(
     builder.add_edge("coq_generation", "ir_check")
     builder.add_edge("feedback", "coq_generation")
     builder.add_edge("tracing", END)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    graph = builder.compile(checkpointer=checkpointer, name=name)
+    return graph.with_config(
+        metadata={"searchain_threshold": confidence_threshold, "searchain_threshold_source": source}
+    )
