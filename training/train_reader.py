@@ -17,7 +17,9 @@ Data: SQuAD v1.1 train (CC BY-SA 4.0), one positive and one negative passage per
   relevance target 0, no span loss.
 
 The relevance head is trained with a binary cross-entropy, so *f* is a log-odds that this one
-passage answers the question: SearChain checks the top-1 passage alone, not a ranked list.
+passage answers the question (SearChain checks the top-1 passage alone, not a ranked list), plus
+DPR's own objective, a softmax of the positive against its question's negative, which teaches
+the ``[CLS]`` vector to tell them apart sooner; both weighted by ``--relevance-weight``.
 
 Resumable: every ``--save-every`` steps the model, optimiser, schedule and position in the
 (seeded, deterministic) example order are written aside and renamed over
@@ -273,7 +275,11 @@ def train(args: argparse.Namespace) -> int:
     while step < steps_total and not stop["now"]:
         batch_ex = examples[step * args.batch_size : (step + 1) * args.batch_size]
         rng = random.Random(args.seed * 1_000_003 + step)
-        feats = [f for f in (encode(tok, ex, args.max_length, rng) for ex in batch_ex) if f is not None]
+        feats = []
+        for j, ex in enumerate(batch_ex):
+            f = encode(tok, ex, args.max_length, rng)
+            if f is not None:
+                feats.append({**f, "pair": j // 2})
         if not feats:
             step += 1
             continue
@@ -285,7 +291,18 @@ def train(args: argparse.Namespace) -> int:
             mask[i, : len(f["input_ids"])] = 1
         out_ = model(input_ids=ids, attention_mask=mask)
         relevant = torch.tensor([f["relevant"] for f in feats])
-        rel_loss = F.binary_cross_entropy_with_logits(out_.relevance_logits.float(), relevant)
+        logits = out_.relevance_logits.float()
+        rel_loss = F.binary_cross_entropy_with_logits(logits, relevant)
+        # DPR's own objective as well: the positive against its question's negative (softmax).
+        where = {(f["pair"], f["relevant"] > 0.5): i for i, f in enumerate(feats)}
+        pairs = [
+            (where[k, True], where[k, False])
+            for k in {f["pair"] for f in feats}
+            if (k, False) in where and (k, True) in where
+        ]
+        if pairs:
+            both = torch.stack([logits[[p for p, _ in pairs]], logits[[n for _, n in pairs]]], dim=1)
+            rel_loss = rel_loss + F.cross_entropy(both, torch.zeros(len(pairs), dtype=torch.long))
         pos = relevant > 0.5
         span_loss = torch.zeros(())
         if pos.any():
@@ -295,7 +312,7 @@ def train(args: argparse.Namespace) -> int:
             st = torch.tensor([f["start"] for f in feats])[pos]
             en = torch.tensor([f["end"] for f in feats])[pos]
             span_loss = (F.cross_entropy(sl, st) + F.cross_entropy(el, en)) / 2
-        loss = rel_loss + span_loss
+        loss = args.relevance_weight * rel_loss + span_loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -338,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-length", type=int, default=192)
     p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--relevance-weight", type=float, default=2.0, help="weight of the relevance losses")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--log-every", type=int, default=10)
