@@ -7,7 +7,7 @@ The real counterparts (TransformersChatModel/SmolLM2, BM25Retriever, LLMReader) 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
 from langchain_core.documents import Document
@@ -19,6 +19,7 @@ from langsmith import Client
 from pydantic import Field
 
 from searchain_graph import BM25Retriever, ReaderOutput
+from searchain_graph.ir.readers.base import Passage
 
 QUESTION = "Where do greyhound buses in the birthplace of Spirit If...'s performer leave from?"
 
@@ -126,13 +127,16 @@ def tracing_reply(messages: Sequence[BaseMessage]) -> str | None:
 class ScriptedReader:
     """A reader that answers by keyword in the query, with a fixed confidence per keyword.
 
-    Records every ``read_batch`` call in ``batches`` and every ``read`` in ``singles``.
+    Records every ``read_batch`` call in ``batches`` and every ``read`` in ``singles``. It
+    takes :class:`Passage` (the reader interface's new style).
     """
+
+    reads_passages: ClassVar[bool] = True
 
     def __init__(self, table: dict[str, ReaderOutput], *, batch: bool = True) -> None:
         self.table = table
-        self.batches: list[list[tuple[str, str]]] = []
-        self.singles: list[tuple[str, str]] = []
+        self.batches: list[list[tuple[str, Passage]]] = []
+        self.singles: list[tuple[str, Passage]] = []
         if not batch:
             self.read_batch = None  # type: ignore[assignment]
 
@@ -142,11 +146,13 @@ class ScriptedReader:
                 return out
         return ReaderOutput("", -5.0)
 
-    def read(self, query: str, passage: str) -> ReaderOutput:
+    def read(self, query: str, passage: Passage) -> ReaderOutput:
+        assert isinstance(passage, Passage)
         self.singles.append((query, passage))
         return self._lookup(query)
 
-    def read_batch(self, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:  # type: ignore[no-redef]
+    def read_batch(self, pairs: Sequence[tuple[str, Passage]]) -> list[ReaderOutput]:  # type: ignore[no-redef]
+        assert all(isinstance(p, Passage) for _, p in pairs)
         self.batches.append(list(pairs))
         return [self._lookup(q) for q, _ in pairs]
 

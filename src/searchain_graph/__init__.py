@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from searchain_graph.ir.corpus import CorpusFormatError, PassageStore, iter_corpus, load_corpus
     from searchain_graph.ir.index import build_index, load_index
     from searchain_graph.ir.index_dir import IndexSummary
-    from searchain_graph.ir.readers.base import Reader, ReaderOutput
+    from searchain_graph.ir.readers.base import Passage, Reader, ReaderOutput
     from searchain_graph.ir.readers.dpr import DPRReader
     from searchain_graph.ir.readers.extractive import ExtractiveQAReader
     from searchain_graph.ir.readers.llm import LLMReader
@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "ModelNotFoundError": "searchain_graph.llms.hub",
     "OutputState": "searchain_graph.method.state",
     "ParsedChain": "searchain_graph.method.parsing",
+    "Passage": "searchain_graph.ir.readers.base",
     "PassageStore": "searchain_graph.ir.corpus",
     "QueryMatcher": "searchain_graph.method.verdict",
     "Reader": "searchain_graph.ir.readers.base",
@@ -98,6 +99,7 @@ __all__ = [
     "LLMReader",
     "ModelNotFoundError",
     "OutputState",
+    "Passage",
     "PassageStore",
     "ParsedChain",
     "QueryMatcher",

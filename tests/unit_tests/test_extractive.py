@@ -16,6 +16,7 @@ import torch
 from langchain_core.messages import BaseMessage
 
 from searchain_graph import ModelNotFoundError, ReaderOutput, create_searchain_graph
+from searchain_graph.ir.readers.base import Passage
 from searchain_graph.ir.readers.dpr import DPRReader
 from searchain_graph.ir.readers.extractive import ExtractiveQAReader
 from searchain_graph.ir.readers.spans import best_span, plan_batches, split_passage
@@ -35,12 +36,21 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *LETTERS, *PUNCT,
 
 MAX_LENGTH, STRIDE, MAX_QUERY = 64, 16, 16
 PASSAGES = [
-    ("Who is the performer?", "Spirit If...\nSpirit If... is the debut solo album by Kevin Drew, released in 2007."),
-    ("Where was he born?", "Kevin Drew\nKevin Drew (born 9 September 1976 in Toronto) is a Canadian musician."),
-    ("Where do buses leave from?", "Toronto Coach Terminal\nGreyhound buses left from the central bus station."),
-    ("What is the largest city?", "Montreal is the largest city in the province of Quebec."),
-    ("Which river?", "River\n" + " ".join(["the long river bank of the water"] * 40)),
-    ("Where is Paris?", "Paris\nParis is in France."),
+    (
+        "Who is the performer?",
+        Passage("Spirit If... is the debut solo album by Kevin Drew, released in 2007.", "Spirit If..."),
+    ),
+    (
+        "Where was he born?",
+        Passage("Kevin Drew (born 9 September 1976 in Toronto) is a Canadian musician.", "Kevin Drew"),
+    ),
+    (
+        "Where do buses leave from?",
+        Passage("Greyhound buses left from the central bus station.", "Toronto Coach Terminal"),
+    ),
+    ("What is the largest city?", Passage("Montreal is the largest city in the province of Quebec.")),
+    ("Which river?", Passage(" ".join(["the long river bank of the water"] * 40), "River")),
+    ("Where is Paris?", Passage("Paris is in France.", "Paris")),
 ]
 
 
@@ -90,7 +100,7 @@ def tiny_roberta_qa_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         special_tokens=["<pad>", "<unk>", "<s>", "</s>", "<mask>"],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
-    bpe.train_from_iterator([p for _, p in PASSAGES] * 5, trainer)
+    bpe.train_from_iterator([p.joined() for _, p in PASSAGES] * 5, trainer)
     trained = json.loads(bpe.to_str())["model"]
     merges = [tuple(m) if isinstance(m, list) else tuple(m.split()) for m in trained["merges"]]
     tokenizer = RobertaTokenizerFast(vocab=trained["vocab"], merges=merges)
@@ -190,7 +200,7 @@ def test_dpr_confidence_is_the_relevance_logit_and_span_matches_transformers(dpr
     from transformers import DPRReaderTokenizerFast
 
     query, passage = PASSAGES[1]
-    title, text, _ = split_passage(passage)
+    title, text = passage.title, passage.text
     tokenizer = DPRReaderTokenizerFast.from_pretrained(dpr.model_name)
     encoded = tokenizer(questions=query, titles=title, texts=text, return_tensors="pt").to(dpr.device)
     assert encoded["input_ids"].shape[1] <= MAX_LENGTH  # one window
@@ -223,7 +233,7 @@ def test_dpr_answer_is_a_substring_of_the_text_within_the_length_limit(
     reader = DPRReader(tiny_dpr_dir, max_answer_tokens=max_answer_tokens)
     title, question = "Zebra Quebec", "Who is the musician in Montreal?"
     text = "Kevin Drew (born 9 September 1976 in Toronto, Ontario) is a Canadian solo musician."
-    for out in reader.read_batch([(question, f"{title}\n{text}"), (question, text)]):
+    for out in reader.read_batch([(question, Passage(text, title)), (question, Passage(text))]):
         assert out.answer and out.answer in text
         assert out.answer not in title and out.answer not in question
         assert len(out.answer.split()) <= max_answer_tokens  # a word is at least one token
@@ -234,7 +244,9 @@ def test_read_batch_equals_read(dpr: DPRReader, qa: ExtractiveQAReader) -> None:
         batched = reader.read_batch(PASSAGES)
         singles = [reader.read(q, p) for q, p in PASSAGES]
         assert_reads_close(batched, singles)  # padding in a batch may change the last digits of f
-        assert all(isinstance(b, ReaderOutput) and b.answer in p for b, (_, p) in zip(batched, PASSAGES, strict=True))
+        assert all(
+            isinstance(b, ReaderOutput) and b.answer in p.joined() for b, (_, p) in zip(batched, PASSAGES, strict=True)
+        )
 
 
 async def test_aread_batch(dpr: DPRReader) -> None:
@@ -264,14 +276,14 @@ LONG_TEXT = " ".join(f"filler word {i}" for i in range(150)) + " the zebra of th
 @pytest.mark.parametrize("which", ["dpr", "qa"])
 def test_windows_cover_the_whole_long_text(which: str, request: pytest.FixtureRequest) -> None:
     reader = request.getfixturevalue(which)
-    passage = f"Title words\n{LONG_TEXT}"
+    passage = Passage(LONG_TEXT, "Title words")
     windows = reader._windows("Where is the animal?", passage)
     assert len(windows) > 5
     assert all(len(w.input_ids) <= MAX_LENGTH for w in windows)
-    # Every token of the text (DPR) or passage (QA) is in some window; neighbours overlap by the stride.
-    source_start = passage.index("\n") + 1 if which == "dpr" else 0
-    tokens = reader._tokenizer(passage[source_start:], add_special_tokens=False, return_offsets_mapping=True)
-    expected = {(a + source_start, b + source_start) for a, b in tokens["offset_mapping"]}
+    # Every token of the text (DPR) or of "title\ntext" (QA) is in some window; neighbours overlap by the stride.
+    source = passage.text if which == "dpr" else passage.joined()
+    tokens = reader._tokenizer(source, add_special_tokens=False, return_offsets_mapping=True)
+    expected = set(map(tuple, tokens["offset_mapping"]))
     assert {offsets for w in windows for offsets in w.char_offsets} == expected
     for left, right in itertools.pairwise(windows):
         assert len(set(left.char_offsets) & set(right.char_offsets)) == STRIDE
@@ -300,9 +312,9 @@ def test_answer_from_a_late_window(
 ) -> None:
     path = tiny_dpr_dir if cls is DPRReader else tiny_qa_dir
     reader = cls(path, max_length=MAX_LENGTH, stride=STRIDE, max_query_tokens=MAX_QUERY).load()
-    passage = f"River\n{LONG_TEXT}"
+    passage = Passage(LONG_TEXT, "River")
     unbiased = reader.read("Where is the animal?", passage)
-    assert unbiased.answer in passage
+    assert unbiased.answer in passage.joined()
     monkeypatch.setattr(reader, "_model", MarkerBias(reader._model, reader._tokenizer.convert_tokens_to_ids("zebra")))
     out = reader.read("Where is the animal?", passage)
     assert out.answer == "zebra"
@@ -318,9 +330,9 @@ def test_long_question_is_cut(which: str, request: pytest.FixtureRequest) -> Non
     reader = request.getfixturevalue(which)
     question = "where was kevin drew born " * 100
     out = reader.read(question, PASSAGES[1][1])
-    assert out.answer in PASSAGES[1][1] and math.isfinite(out.confidence)
-    long_title = "Kevin " * 200 + "\nKevin Drew was born in Toronto."
-    assert reader.read(question, long_title).answer in long_title
+    assert out.answer in PASSAGES[1][1].joined() and math.isfinite(out.confidence)
+    long_title = Passage("Kevin Drew was born in Toronto.", "Kevin " * 200)
+    assert reader.read(question, long_title).answer in long_title.joined()
 
 
 # -- edge cases ----------------------------------------------------------------------------------
@@ -331,17 +343,17 @@ def test_empty_passage_and_empty_query(which: str, request: pytest.FixtureReques
     reader = request.getfixturevalue(which)
     assert reader.read("Where was he born?", "") == ReaderOutput("", -10.0)
     assert reader.read("Where was he born?", "   ") == ReaderOutput("", -10.0)
-    if which == "dpr":  # a title alone has no text to extract from
-        assert reader.read("Where was he born?", "Kevin Drew\n") == ReaderOutput("", -10.0)
+    # A title alone has no text to extract from.
+    assert reader.read("Where was he born?", Passage("", "Kevin Drew")) == ReaderOutput("", -10.0)
     out = reader.read("", PASSAGES[1][1])
-    assert out.answer and out.answer in PASSAGES[1][1] and math.isfinite(out.confidence)
+    assert out.answer and out.answer in PASSAGES[1][1].joined() and math.isfinite(out.confidence)
     assert reader.read_batch([]) == []
 
 
 def test_qa_confidence_is_the_log_odds_of_the_span_probability(qa: ExtractiveQAReader) -> None:
     query, passage = PASSAGES[1]
     tok = qa._tokenizer
-    encoded = tok(query, passage, return_tensors="pt", return_offsets_mapping=True)
+    encoded = tok(query, passage.joined(), return_tensors="pt", return_offsets_mapping=True)
     offsets = encoded.pop("offset_mapping")[0].tolist()
     assert encoded["input_ids"].shape[1] <= MAX_LENGTH
     with torch.inference_mode():
@@ -362,7 +374,7 @@ def test_qa_confidence_is_the_log_odds_of_the_span_probability(qa: ExtractiveQAR
     expected = max(-10.0, min(10.0, math.log(p / (1 - p))))
     got = qa.read(query, passage)
     assert got.confidence == pytest.approx(expected, abs=1e-4)
-    assert got.answer == passage[offsets[i][0] : offsets[j][1]].strip()
+    assert got.answer == passage.joined()[offsets[i][0] : offsets[j][1]].strip()
     # θ = 1.5 on this scale means p > 0.82.
     assert math.log(0.82 / 0.18) > ExtractiveQAReader.default_threshold > math.log(0.81 / 0.19)
 
@@ -377,12 +389,12 @@ def test_roberta_style_tokenizer(tiny_roberta_qa_dir: Path) -> None:
     assert tokens[0] == "<s>" and tokens[first - 2 : first] == ["</s>", "</s>"] and tokens[-1] == "</s>"
     assert window.null_index == 0
     # The newline between title and text is a token of its own, which no answer may use.
-    newline = [k for k, (a, b) in enumerate(window.char_offsets) if passage[a:b] == "\n"]
+    newline = [k for k, (a, b) in enumerate(window.char_offsets) if passage.joined()[a:b] == "\n"]
     assert newline and not any(window.answerable[k] for k in newline)
     outs, singles = reader.read_batch(PASSAGES), [reader.read(q, p) for q, p in PASSAGES]
     assert_reads_close(outs, singles)
     for out, (_, p) in zip(outs, PASSAGES, strict=True):
-        assert out.answer and out.answer in p and "\n" not in out.answer
+        assert out.answer and out.answer in p.joined() and "\n" not in out.answer
         assert -10.0 <= out.confidence <= 10.0
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -11,10 +11,12 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from searchain_graph.ir.readers.base import ReaderOutput, aread_pairs, logprob_confidence, read_pairs
+from searchain_graph.ir.readers.base import Passage, ReaderOutput, aread_pairs, logprob_confidence, read_pairs
 from searchain_graph.ir.readers.llm import LLMReader, project_answer
 
-PASSAGE = "Kevin Drew\nKevin Drew is a Canadian musician, born on 9 September 1976 in Toronto, Ontario."
+PASSAGE = Passage(
+    "Kevin Drew is a Canadian musician, born on 9 September 1976 in Toronto, Ontario.", title="Kevin Drew"
+)
 
 
 class LogprobChatModel(BaseChatModel):
@@ -65,7 +67,7 @@ def test_confidence_is_log_odds_of_the_geometric_mean_probability() -> None:
     ],
 )
 def test_projection_keeps_the_grounded_span(reply: str, expected: str | None) -> None:
-    span = project_answer(reply, "Where was Kevin Drew born?", PASSAGE)
+    span = project_answer(reply, "Where was Kevin Drew born?", PASSAGE.joined())
     assert (reply[span[0] : span[1]] if span else None) == expected
 
 
@@ -100,33 +102,39 @@ async def test_llm_reader_async_batch() -> None:
 
 
 class OnlyRead:
+    reads_passages: ClassVar[bool] = True
+
     def __init__(self) -> None:
         self.n = 0
 
-    def read(self, query: str, passage: str) -> tuple[str, float]:
+    def read(self, query: str, passage: Passage) -> tuple[str, float]:
+        assert isinstance(passage, Passage)
         self.n += 1
         return (query.upper(), 2)
 
 
 class BadBatch:
-    def read(self, query: str, passage: str) -> ReaderOutput:
+    reads_passages: ClassVar[bool] = True
+
+    def read(self, query: str, passage: Passage) -> ReaderOutput:
         return ReaderOutput("x", 0.0)
 
-    def read_batch(self, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:
+    def read_batch(self, pairs: Sequence[tuple[str, Passage]]) -> list[ReaderOutput]:
         return []
 
 
 def test_read_pairs_uses_read_without_read_batch_and_coerces() -> None:
     reader = OnlyRead()
-    assert read_pairs(reader, [("a", "p"), ("b", "p")]) == [ReaderOutput("A", 2.0), ReaderOutput("B", 2.0)]
+    pairs = [("a", Passage("p")), ("b", Passage("p", "t"))]
+    assert read_pairs(reader, pairs) == [ReaderOutput("A", 2.0), ReaderOutput("B", 2.0)]
     assert reader.n == 2
     assert read_pairs(reader, []) == []
 
 
 async def test_aread_pairs_runs_a_sync_reader_in_a_thread() -> None:
-    assert await aread_pairs(OnlyRead(), [("a", "p")]) == [ReaderOutput("A", 2.0)]
+    assert await aread_pairs(OnlyRead(), [("a", Passage("p"))]) == [ReaderOutput("A", 2.0)]
 
 
 def test_read_batch_with_wrong_length_is_an_error() -> None:
     with pytest.raises(ValueError, match="returned 0 results for 1 pairs"):
-        read_pairs(BadBatch(), [("a", "p")])
+        read_pairs(BadBatch(), [("a", Passage("p"))])

@@ -9,7 +9,7 @@ again without encoding the corpus. Needs the ``colbert`` extra (``pip install
 RAGatouille 0.0.9 run on langchain 1.x and transformers 5.x.
 
 The index encodes :func:`~searchain_graph.ir.corpus.passage_text` (``"title\ntext"``), the
-text BM25 indexes and the reader sees, so both retrievers search the same passages.
+text BM25 indexes, so both retrievers search the same passages.
 Results are the stored documents (``page_content`` and ``metadata`` as indexed) with
 ``metadata["score"]`` added (ColBERT's MaxSim score).
 

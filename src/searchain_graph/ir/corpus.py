@@ -214,7 +214,12 @@ def load_corpus(paths: str | Path | Sequence[str | Path]) -> list[Document]:
 
 
 def passage_text(doc: Document) -> str:
-    r"""The text a reader sees for a passage: ``"title\\ntext"`` (title omitted when empty)."""
+    r"""A passage as one string, ``"title\\ntext"`` (title omitted when empty): what the indexes encode.
+
+    Readers get the title and the text apart
+    (:func:`~searchain_graph.ir.readers.base.passage_of`); this string is what the old reader
+    interface passed, and what an old-style reader still gets.
+    """
     title = str(doc.metadata.get("title") or "").strip()
     return f"{title}\n{doc.page_content}" if title else doc.page_content
 

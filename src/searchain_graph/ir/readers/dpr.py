@@ -2,12 +2,13 @@
 
 :class:`DPRReader` reads with ``facebook/dpr-reader-multiset-base``
 (``transformers.DPRReader``). Input is laid out as in DPR,
-``[CLS] question [SEP] title [SEP] text``, where the title is the passage's first line
-(see :func:`~searchain_graph.ir.readers.spans.split_passage`). *g* is the best span of the
-text (never of the title or the question) and *f* is DPR's **relevance logit**: how likely
-the passage is to hold the answer, an unbounded logit on DPR's own scale, typically between
-about -10 and 10. The paper and its code use θ = 1.5 with this reader, so
-:attr:`DPRReader.default_threshold` is 1.5.
+``[CLS] question [SEP] title [SEP] text``, with the title and the text of the
+:class:`~searchain_graph.ir.readers.base.Passage` (a passage without a title has an empty
+title segment, ``[CLS] question [SEP] [SEP] text``; a text of several lines is all text).
+*g* is the best span of the text (never of the title or the question) and *f* is DPR's
+**relevance logit**: how likely the passage is to hold the answer, an unbounded logit on
+DPR's own scale, typically between about -10 and 10. The paper and its code use θ = 1.5
+with this reader, so :attr:`DPRReader.default_threshold` is 1.5.
 
 Windowing, batching, span search and loading are shared with
 :class:`~searchain_graph.ir.readers.extractive.ExtractiveQAReader` (see
@@ -20,8 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from searchain_graph.ir.readers.base import Passage
 from searchain_graph.ir.readers.extractive import _SpanReader
-from searchain_graph.ir.readers.spans import _cut_to_tokens, _encode_windows, _Window, split_passage
+from searchain_graph.ir.readers.spans import _cut_to_tokens, _encode_windows, _Window
 from searchain_graph.llms.hub import from_pretrained
 
 if TYPE_CHECKING:
@@ -59,7 +61,8 @@ class DPRReader(_SpanReader):
 
     Example:
         >>> reader = DPRReader("/models/dpr-reader-multiset-base")  # doctest: +SKIP
-        >>> reader.read("Where was Kevin Drew born?", "Kevin Drew\nKevin Drew was born in Toronto.")  # doctest: +SKIP
+        >>> passage = Passage("Kevin Drew was born in Toronto.", title="Kevin Drew")
+        >>> reader.read("Where was Kevin Drew born?", passage)  # doctest: +SKIP
         ReaderOutput(answer='Toronto', confidence=6.1)
     """
 
@@ -102,21 +105,28 @@ class DPRReader(_SpanReader):
         model = from_pretrained(HFDPRReader.from_pretrained, source, what=self._what)
         return tokenizer, model
 
-    def _windows(self, query: str, passage: str) -> list[_Window]:
+    @staticmethod
+    def _source(passage: Passage) -> str:
+        """The text: *g* is never taken from the title."""
+        return passage.text
+
+    def _windows(self, query: str, passage: Passage) -> list[_Window]:
         """``[CLS] question [SEP] title [SEP] text``, the text in windows.
 
         The question and text are pair-encoded in windows (``[CLS] q [SEP] text [SEP]``) by
         the shared encoder; the title is then put after the first ``[SEP]`` and the closing
-        ``[SEP]`` dropped, which is DPR's layout (no separator after the text).
+        ``[SEP]`` dropped, which is DPR's layout (no separator after the text). An empty
+        title leaves an empty title segment, ``[CLS] q [SEP] [SEP] text``, as
+        ``DPRReaderTokenizer`` lays out ``titles=""``.
         """
-        title, text, offset = split_passage(passage)
+        title, text = passage.title.strip(), passage.text
         if not text.strip():
             return []
         tok = self._tokenizer
         question = _cut_to_tokens(tok, query, self.max_query_tokens)
         title_ids = tok(title, add_special_tokens=False)["input_ids"][: self.max_query_tokens] if title else []
         windows = _encode_windows(
-            tok, question, text, max_length=self.max_length - len(title_ids), stride=self.stride, context_offset=offset
+            tok, question, text, max_length=self.max_length - len(title_ids), stride=self.stride, context_offset=0
         )
         for window in windows:
             first, last = window.context

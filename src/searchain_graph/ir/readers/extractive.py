@@ -1,4 +1,4 @@
-"""Extractive readers: a span-prediction model reads the passage and points at *g* (Section 3.3).
+r"""Extractive readers: a span-prediction model reads the passage and points at *g* (Section 3.3).
 
 Two readers share one implementation, :class:`_SpanReader` (windowing, batching and span
 search from :mod:`~searchain_graph.ir.readers.spans`); they differ in how a passage is laid
@@ -26,6 +26,10 @@ Both readers:
 * find *g* with :func:`~searchain_graph.ir.readers.spans.best_span` and read long passages
   in overlapping windows (see :mod:`~searchain_graph.ir.readers.spans`). Each window is
   scored on its own; the window with the highest *f* wins and *g* is its best span;
+* take each passage as a :class:`~searchain_graph.ir.readers.base.Passage`, text and title
+  apart (``reads_passages = True``, see :mod:`~searchain_graph.ir.readers.base`); ``read`` and
+  ``read_batch`` also take a plain ``str``: one line is a text without a title, a string with
+  a line break the old ``"title\ntext"`` (deprecated; :func:`~.base.as_passage`);
 * return ``("", -10.0)`` for a passage with no text (an empty passage, a title alone),
   without running the model: there is nothing to extract;
 * batch: :meth:`~_SpanReader.read_batch` encodes all windows of all pairs, sorts them by
@@ -47,7 +51,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from searchain_graph.ir.readers.base import MIN_CONFIDENCE, ReaderOutput, logprob_confidence
+from searchain_graph.ir.readers.base import (
+    MIN_CONFIDENCE,
+    Passage,
+    PassageLike,
+    ReaderOutput,
+    as_passage,
+    logprob_confidence,
+)
 from searchain_graph.ir.readers.spans import _cut_to_tokens, _encode_windows, _Window, best_span, plan_batches
 from searchain_graph.llms.hub import from_pretrained
 
@@ -64,6 +75,7 @@ class _SpanReader:
     """Shared machinery of the extractive readers: loading, windowing, batching, span search."""
 
     default_threshold: ClassVar[float] = 1.5
+    reads_passages: ClassVar[bool] = True
     _what: ClassVar[str] = "reader"
     _calibration_kind: ClassVar[str] = "span"
 
@@ -117,8 +129,16 @@ class _SpanReader:
         """Load ``(tokenizer, model)``."""
         raise NotImplementedError
 
-    def _windows(self, query: str, passage: str) -> list[_Window]:
-        """The model inputs for one pair (none when the passage has no text)."""
+    def _windows(self, query: str, passage: Passage) -> list[_Window]:
+        """The model inputs for one pair (none when the passage has no text).
+
+        The windows' ``char_offsets`` index :meth:`_source` of the passage.
+        """
+        raise NotImplementedError
+
+    @staticmethod
+    def _source(passage: Passage) -> str:
+        """The string the model reads the answer from (what the windows' character offsets index)."""
         raise NotImplementedError
 
     def _forward(self, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -161,32 +181,37 @@ class _SpanReader:
         self._model = model
 
     # -- reading ---------------------------------------------------------------------------------
-    def read(self, query: str, passage: str) -> ReaderOutput:
-        """Extract the answer to ``query`` from ``passage``."""
+    def read(self, query: str, passage: PassageLike) -> ReaderOutput:
+        """Extract the answer to ``query`` from ``passage`` (for a ``str``, see :func:`.base.as_passage`)."""
         return self.read_batch([(query, passage)])[0]
 
-    async def aread(self, query: str, passage: str) -> ReaderOutput:
+    async def aread(self, query: str, passage: PassageLike) -> ReaderOutput:
         """Async :meth:`read` (in a worker thread)."""
         return (await self.aread_batch([(query, passage)]))[0]
 
-    async def aread_batch(self, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:
+    async def aread_batch(self, pairs: Sequence[tuple[str, PassageLike]]) -> list[ReaderOutput]:
         """Async :meth:`read_batch` (in a worker thread)."""
         return await asyncio.to_thread(self.read_batch, pairs)
 
-    def read_batch(self, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:
+    def read_batch(self, pairs: Sequence[tuple[str, PassageLike]]) -> list[ReaderOutput]:
         """Read many ``(query, passage)`` pairs: all their windows, in padded mini-batches.
+
+        Args:
+            pairs: ``(query, Passage)`` pairs (a ``str`` passage: see
+                :func:`~searchain_graph.ir.readers.base.as_passage`).
 
         Returns:
             One :class:`~searchain_graph.ir.readers.base.ReaderOutput` per pair, in order.
         """
         import torch
 
-        pairs = list(pairs)
+        queries = [query for query, _ in pairs]
+        passages = [as_passage(passage) for _, passage in pairs]
         with self._lock:  # loading, and the tokenizer, which is not safe to share across threads
             self._ensure_loaded()
-            per_pair = [self._windows(query, passage) for query, passage in pairs]
+            per_pair = [self._windows(query, passage) for query, passage in zip(queries, passages, strict=True)]
         flat = [(pair, rank, window) for pair, windows in enumerate(per_pair) for rank, window in enumerate(windows)]
-        best: list[tuple[float, int, str] | None] = [None] * len(pairs)
+        best: list[tuple[float, int, str] | None] = [None] * len(passages)
         max_padding = self.max_padding
         if max_padding is None and not str(self.device).startswith("cuda"):
             max_padding = 0.2
@@ -205,7 +230,7 @@ class _SpanReader:
                 current = best[pair]
                 # Highest f wins; between equal f, the earlier window (independent of batch order).
                 if current is None or f > current[0] or (f == current[0] and rank < current[1]):
-                    best[pair] = (f, rank, self._answer(pairs[pair][1], window, s, e))
+                    best[pair] = (f, rank, self._answer(self._source(passages[pair]), window, s, e))
         return [ReaderOutput("", MIN_CONFIDENCE) if b is None else ReaderOutput(b[2], b[0]) for b in best]
 
     def _collate(self, windows: Sequence[_Window]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
@@ -231,8 +256,8 @@ class _SpanReader:
         return inputs, allowed
 
     @staticmethod
-    def _answer(passage: str, window: _Window, start: int, end: int) -> str:
-        """The passage substring covered by tokens ``start..end`` of ``window``, widened to whole words."""
+    def _answer(source: str, window: _Window, start: int, end: int) -> str:
+        """The substring of ``source`` covered by tokens ``start..end`` of ``window``, widened to whole words."""
         if start < 0:
             return ""
         words = window.word_ids
@@ -241,18 +266,18 @@ class _SpanReader:
             first -= 1
         while last < len(words) - 1 and words[last] is not None and words[last + 1] == words[last]:
             last += 1
-        return passage[window.char_offsets[first][0] : window.char_offsets[last][1]].strip()
+        return source[window.char_offsets[first][0] : window.char_offsets[last][1]].strip()
 
 
 class ExtractiveQAReader(_SpanReader):
     r"""Any SQuAD-style extractive QA model; *f* = log-odds of the span's probability (θ = 1.5 ⇔ p > 0.82).
 
-    The model reads the whole passage (title line included: SQuAD models have no title
-    segment, and a passage often names its subject only in the title), so *g* may come
-    from the title. *f* is defined in the module docstring: ``p`` is the probability of
-    the chosen span under the start and end softmaxes over the window's context tokens and
-    the null position, ``f = log(p / (1 - p))`` clipped to ``[-10, 10]``, the scale of
-    :class:`~searchain_graph.ir.readers.llm.LLMReader`.
+    The model reads the title and the text as one context, ``"title\ntext"`` (the text alone
+    when the passage has no title): SQuAD models have no title segment, and a passage often
+    names its subject only in the title, so *g* may come from the title. *f* is defined in
+    the module docstring: ``p`` is the probability of the chosen span under the start and end
+    softmaxes over the window's context tokens and the null position, ``f = log(p / (1 - p))``
+    clipped to ``[-10, 10]``, the scale of :class:`~searchain_graph.ir.readers.llm.LLMReader`.
 
     Args:
         model: A local directory or hub name of an ``AutoModelForQuestionAnswering``
@@ -275,7 +300,8 @@ class ExtractiveQAReader(_SpanReader):
 
     Example:
         >>> reader = ExtractiveQAReader("/models/roberta-base-squad2")  # doctest: +SKIP
-        >>> reader.read("Where was Kevin Drew born?", "Kevin Drew\nKevin Drew was born in Toronto.")  # doctest: +SKIP
+        >>> passage = Passage("Kevin Drew was born in Toronto.", title="Kevin Drew")
+        >>> reader.read("Where was Kevin Drew born?", passage)  # doctest: +SKIP
         ReaderOutput(answer='Toronto', confidence=4.3)
     """
 
@@ -317,12 +343,23 @@ class ExtractiveQAReader(_SpanReader):
         model = from_pretrained(AutoModelForQuestionAnswering.from_pretrained, source, what=self._what)
         return tokenizer, model
 
-    def _windows(self, query: str, passage: str) -> list[_Window]:
-        if not passage.strip():
+    @staticmethod
+    def _source(passage: Passage) -> str:
+        r"""``"title\ntext"``, or the text alone when there is no title."""
+        return passage.joined()
+
+    def _windows(self, query: str, passage: Passage) -> list[_Window]:
+        r"""``question`` and ``title\ntext`` pair-encoded in windows (the tokenizer's own pair layout)."""
+        if not passage.text.strip():
             return []
         question = _cut_to_tokens(self._tokenizer, query, self.max_query_tokens)
         return _encode_windows(
-            self._tokenizer, question, passage, max_length=self.max_length, stride=self.stride, context_offset=0
+            self._tokenizer,
+            question,
+            self._source(passage),
+            max_length=self.max_length,
+            stride=self.stride,
+            context_offset=0,
         )
 
     def _forward(self, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:

@@ -1,8 +1,9 @@
 """LLMReader: the chat model reads the passage, and its token probabilities give *f*.
 
-A reader is any object with ``read(query, passage) -> ReaderOutput``. When it also
-has ``read_batch(pairs)`` (and, for async graphs, ``aread_batch``), SearChain reads
-all nodes of one round in a single call.
+A reader is any object with ``read(query, passage) -> ReaderOutput`` (the passage a
+:class:`~searchain_graph.ir.readers.base.Passage`, text and title apart, see
+:mod:`~searchain_graph.ir.readers.base`). When it also has ``read_batch(pairs)`` (and, for
+async graphs, ``aread_batch``), SearChain reads all nodes of one round in a single call.
 
 :class:`LLMReader` is the embedded default: it asks the chat model to copy the
 answer span out of the passage, and derives *f* from the model's own token
@@ -28,13 +29,19 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from searchain_graph.ir.readers.base import MIN_CONFIDENCE, ReaderOutput, logprob_confidence
+from searchain_graph.ir.readers.base import (
+    MIN_CONFIDENCE,
+    PassageLike,
+    ReaderOutput,
+    as_passage,
+    logprob_confidence,
+)
 from searchain_graph.ir.readers.calibration import chat_model_name
 
 logger = logging.getLogger(__name__)
@@ -116,6 +123,9 @@ class LLMReader:
 
     *g* is the part of the model's reply that occurs word for word in the passage
     (:func:`project_answer`); *f* is :func:`logprob_confidence` of the tokens that wrote it.
+    The model sees the passage as its title followed by its text (the text alone when it has
+    no title), whitespace collapsed. A plain ``str`` passage is taken as
+    :func:`~searchain_graph.ir.readers.base.as_passage` says.
 
     Args:
         llm: The chat model. Models with a ``logprobs`` field (``ChatOpenAI``,
@@ -127,12 +137,16 @@ class LLMReader:
 
     Example:
         >>> reader = LLMReader(llm)  # doctest: +SKIP
-        >>> reader.read("Where was Kevin Drew born?", "Kevin Drew ... born in Toronto")  # doctest: +SKIP
+        >>> passage = Passage("Kevin Drew ... born in Toronto", title="Kevin Drew")
+        >>> reader.read("Where was Kevin Drew born?", passage)  # doctest: +SKIP
         ReaderOutput(answer='Toronto', confidence=3.2)
     """
 
     default_threshold: float = 1.5
     """θ for this reader's scale: f > 1.5 means a mean token probability above 0.82."""
+
+    reads_passages: ClassVar[bool] = True
+    """Takes :class:`~searchain_graph.ir.readers.base.Passage` (text and title apart)."""
 
     @property
     def calibration_key(self) -> str:
@@ -186,18 +200,21 @@ class LLMReader:
         offset = text.find(reply)
         return ReaderOutput(answer, logprob_confidence(_span_logprobs(logprobs, offset + span[0], offset + span[1])))
 
-    def read(self, query: str, passage: str) -> ReaderOutput:
-        """Extract the answer to ``query`` from ``passage``."""
-        return self._score(query, passage, self._runnable.invoke(self._prompt(query, passage)))
+    def read(self, query: str, passage: PassageLike) -> ReaderOutput:
+        """Extract the answer to ``query`` from ``passage`` (for a ``str``, see :func:`.base.as_passage`)."""
+        text = as_passage(passage).joined()
+        return self._score(query, text, self._runnable.invoke(self._prompt(query, text)))
 
-    def read_batch(self, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:
-        """Read many ``(query, passage)`` pairs with one ``batch`` call to the model."""
+    def read_batch(self, pairs: Sequence[tuple[str, PassageLike]]) -> list[ReaderOutput]:
+        """Read many ``(query, Passage)`` pairs with one ``batch`` call to the model."""
         config: RunnableConfig = {"max_concurrency": self.max_concurrency}
-        messages = self._runnable.batch([self._prompt(q, p) for q, p in pairs], config=config)
-        return [self._score(q, p, m) for (q, p), m in zip(pairs, messages, strict=True)]
+        texts = [(q, as_passage(p).joined()) for q, p in pairs]
+        messages = self._runnable.batch([self._prompt(q, p) for q, p in texts], config=config)
+        return [self._score(q, p, m) for (q, p), m in zip(texts, messages, strict=True)]
 
-    async def aread_batch(self, pairs: Sequence[tuple[str, str]]) -> list[ReaderOutput]:
+    async def aread_batch(self, pairs: Sequence[tuple[str, PassageLike]]) -> list[ReaderOutput]:
         """Async :meth:`read_batch`."""
         config: RunnableConfig = {"max_concurrency": self.max_concurrency}
-        messages = await self._runnable.abatch([self._prompt(q, p) for q, p in pairs], config=config)
-        return [self._score(q, p, m) for (q, p), m in zip(pairs, messages, strict=True)]
+        texts = [(q, as_passage(p).joined()) for q, p in pairs]
+        messages = await self._runnable.abatch([self._prompt(q, p) for q, p in texts], config=config)
+        return [self._score(q, p, m) for (q, p), m in zip(texts, messages, strict=True)]

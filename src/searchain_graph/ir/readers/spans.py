@@ -15,8 +15,9 @@ r"""Span decoding, batch planning and passage windows: the model-free machinery 
 * long inputs never fail: the question (and the DPR title) is cut to ``max_query_tokens``
   tokens (:func:`_cut_to_tokens`), and a passage that does not fit in ``max_length`` tokens
   is read in overlapping windows (``stride`` tokens shared by neighbours) that together cover
-  every token (:func:`_encode_windows`). :func:`split_passage` splits the graph's
-  ``"title\ntext"`` passages for DPR's title segment;
+  every token (:func:`_encode_windows`). The readers get the title and the text apart
+  (:class:`~searchain_graph.ir.readers.base.Passage`); :func:`split_passage` splits the old
+  interface's ``"title\ntext"`` string, for code that has only that;
 * :func:`plan_batches` groups the windows of all pairs into padded mini-batches, longest
   first, at most ``batch_size`` each (on a CPU, also cut where padding would exceed
   ``max_padding``).
@@ -122,11 +123,14 @@ def plan_batches(lengths: Sequence[int], batch_size: int, max_padding: float | N
 
 
 def split_passage(passage: str) -> tuple[str, str, int]:
-    r"""Split a reader passage ``"title\ntext"`` into ``(title, text, offset of text in passage)``.
+    r"""Split an old-interface passage ``"title\ntext"`` into ``(title, text, offset of text in passage)``.
 
-    The graph gives readers ``title + "\n" + text``, or the text alone when there is no
-    title (:func:`~searchain_graph.ir.corpus.passage_text`), so the first line is the title
-    when there is more than one line. A passage of one line is all text.
+    The old reader interface passed ``title + "\n" + text``, or the text alone when there was
+    no title (:func:`~searchain_graph.ir.corpus.passage_text`), so the first line is taken for
+    the title when there is more than one line, and a passage of one line is all text. A text
+    of several lines without a title is split wrongly, which is why readers now get a
+    :class:`~searchain_graph.ir.readers.base.Passage`; this is for code that has only the string
+    (:func:`~searchain_graph.ir.readers.base.passage_of` does the same).
     """
     title, newline, text = passage.partition("\n")
     if not newline:
