@@ -4,9 +4,9 @@ Builds random-init models at the real architecture size (bert-base: 12 layers, h
 vocabulary 30522; no hub access needed), with a WordPiece vocabulary made from the shipped
 HotpotQA paragraphs, saves them to a temporary directory and loads them through the readers.
 The pairs are HotpotQA dev questions with the shipped paragraphs as passages
-(``title\\ntext``, as the graph passes them). Weights are random, so answers are
-meaningless; the cost per pair is that of the real checkpoints, since it depends only on
-the architecture and the number of tokens.
+(:class:`~searchain_graph.ir.readers.base.Passage`, title and text apart, as the graph passes
+them). Weights are random, so answers are meaningless; the cost per pair is that of the real
+checkpoints, since it depends only on the architecture and the number of tokens.
 
 Modes, each over the same ``--pairs`` pairs:
 
@@ -37,8 +37,8 @@ from typing import Any
 
 import torch
 
-from searchain_graph.ir.corpus import load_corpus, passage_text
-from searchain_graph.ir.readers.base import ReaderOutput
+from searchain_graph.ir.corpus import load_corpus
+from searchain_graph.ir.readers.base import Passage, ReaderOutput, passage_of
 from searchain_graph.ir.readers.dpr import DPRReader
 from searchain_graph.ir.readers.extractive import ExtractiveQAReader
 
@@ -48,7 +48,7 @@ BERT_VOCAB_SIZE = 30522
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
-def load_pairs(n: int, seed: int) -> list[tuple[str, str]]:
+def load_pairs(n: int, seed: int) -> list[tuple[str, Passage]]:
     """``n`` (question, passage) pairs: dev questions with paragraphs of the shipped corpus."""
     import json
 
@@ -57,7 +57,7 @@ def load_pairs(n: int, seed: int) -> list[tuple[str, str]]:
         for line in (DATA / "hotpotqa_dev20_questions.jsonl").read_text().splitlines()
         if line.strip()
     ]
-    passages = [passage_text(d) for d in load_corpus(DATA / "hotpotqa_dev200_paragraphs.jsonl")]
+    passages = [passage_of(d) for d in load_corpus(DATA / "hotpotqa_dev200_paragraphs.jsonl")]
     rng = random.Random(seed)
     return [(questions[i % len(questions)], rng.choice(passages)) for i in range(n)]
 
@@ -92,11 +92,11 @@ def build_model(kind: str, vocab: Path, path: Path) -> Path:
     return path
 
 
-def read_each(reader: DPRReader | ExtractiveQAReader, pairs: list[tuple[str, str]]) -> list[ReaderOutput]:
+def read_each(reader: DPRReader | ExtractiveQAReader, pairs: list[tuple[str, Passage]]) -> list[ReaderOutput]:
     return [reader.read(q, p) for q, p in pairs]
 
 
-def bench(reader: DPRReader | ExtractiveQAReader, pairs: list[tuple[str, str]], chain: int, repeats: int) -> None:
+def bench(reader: DPRReader | ExtractiveQAReader, pairs: list[tuple[str, Passage]], chain: int, repeats: int) -> None:
     """Time the modes and print a table.
 
     Timing is interleaved at the grain of one chain: for each group of ``chain`` pairs, its
@@ -158,7 +158,7 @@ def main() -> None:
     pairs = load_pairs(args.pairs, args.seed)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {args.device}")
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = [passage_text(d) for d in load_corpus(DATA / "hotpotqa_dev200_paragraphs.jsonl")]
+        corpus = [passage_of(d).joined() for d in load_corpus(DATA / "hotpotqa_dev200_paragraphs.jsonl")]
         vocab = write_vocab([q for q, _ in pairs] + corpus, Path(tmp))
         options: dict[str, Any] = {
             "device": args.device,

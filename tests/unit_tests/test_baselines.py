@@ -26,6 +26,7 @@ from searchain_graph.evaluation.baselines import (
     first_sentence,
     reasoning_steps,
 )
+from searchain_graph.ir.readers.base import Passage
 from tests.fakes import (
     CHAIN_FIXED,
     PASSAGES,
@@ -164,7 +165,7 @@ def test_self_ask_with_reader() -> None:
     assert ids(out["passages"]) == ["p1", "p2"]
     # The reader saw each follow-up with its top-1 passage (title and text).
     assert [q for batch in reader.batches for q, _ in batch] == FOLLOW_UPS
-    assert reader.batches[0][0][1] == f"Spirit If...\n{P1.page_content}"
+    assert reader.batches[0][0][1] == Passage(P1.page_content, title="Spirit If...")
     first = model.calls[0]
     assert len(first) == 1 and QUESTION in first[0].text
     assert first[0].text.rstrip().endswith("Are follow up questions needed here:")

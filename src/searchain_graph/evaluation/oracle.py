@@ -32,7 +32,7 @@ from langchain_core.retrievers import BaseRetriever
 
 from searchain_graph.evaluation.datasets import Example
 from searchain_graph.ir.corpus import passage_text
-from searchain_graph.ir.readers.base import Reader, read_pairs
+from searchain_graph.ir.readers.base import Reader, passage_of, read_pairs
 from searchain_graph.method.parsing import answer_contains
 from searchain_graph.method.state import ChainNode
 from searchain_graph.method.verdict import ir_verdict
@@ -97,7 +97,7 @@ def read_oracle_nodes(nodes: list[dict[str, Any]], retriever: BaseRetriever, rea
         node["hit"] = doc is not None and answer_contains(passage_text(doc), node["gold"])
         node["g"], node["f"] = "", None
         if doc is not None:
-            pairs.append((node["query"], passage_text(doc)))
+            pairs.append((node["query"], passage_of(doc)))
             where.append(i)
     for i, out in zip(where, read_pairs(reader, pairs), strict=True):
         nodes[i]["g"], nodes[i]["f"] = out.answer, out.confidence

@@ -33,8 +33,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from searchain_graph.ir.corpus import passage_text
-from searchain_graph.ir.readers.base import Reader, ReaderOutput, aread_pairs, read_pairs
+from searchain_graph.ir.readers.base import Reader, ReaderOutput, aread_pairs, passage_of, read_pairs
 from searchain_graph.method.calls import (
     call_usage,
     doc_dict,
@@ -53,7 +52,15 @@ from searchain_graph.method.prompts import (
     TRACING_PROMPT,
 )
 from searchain_graph.method.question import task_question, validate_question
-from searchain_graph.method.state import Branch, ChainNode, Feedback, Reference, SearChainState, new_run
+from searchain_graph.method.state import (
+    Branch,
+    ChainNode,
+    DocumentDict,
+    Feedback,
+    Reference,
+    SearChainState,
+    new_run,
+)
 from searchain_graph.method.verdict import IRResult, QueryMatcher, check_record, feedback_for, ir_verdict, path_entry
 
 
@@ -82,11 +89,16 @@ class SearChainNodes:
         self.defaults = defaults
         self.is_duplicate = is_duplicate
 
-        async def aread(pairs: list[tuple[str, str]]) -> list[ReaderOutput]:
-            return await aread_pairs(reader, pairs)
+        # The read run takes (query, document dict) pairs, plain data like the state; the reader
+        # gets (query, Passage) pairs, the title from the document's metadata.
+        def read(pairs: list[tuple[str, DocumentDict]]) -> list[ReaderOutput]:
+            return read_pairs(reader, [(q, passage_of(d)) for q, d in pairs])
+
+        async def aread(pairs: list[tuple[str, DocumentDict]]) -> list[ReaderOutput]:
+            return await aread_pairs(reader, [(q, passage_of(d)) for q, d in pairs])
 
         # Their own runs in a trace: one reading per round, one verdict per node.
-        self.read = RunnableLambda(lambda pairs: read_pairs(reader, pairs), afunc=aread, name="read")
+        self.read = RunnableLambda(read, afunc=aread, name="read")
         self.judge: RunnableLambda[dict[str, Any], dict[str, Any]] = RunnableLambda(
             lambda item: ir_verdict(**item), name="ir_check_node"
         )
@@ -304,19 +316,21 @@ def _retrieve_configs(queries: Sequence[str], rnd: int) -> list[Any]:
 
 def _top_passages(
     queries: Sequence[str], results: Sequence[Sequence[Document]]
-) -> tuple[dict[str, IRResult], list[tuple[str, str]]]:
-    """``d_i = Retrieval(q_i)``: the top-1 passage of each query, and the (query, passage) pairs to read."""
+) -> tuple[dict[str, IRResult], list[tuple[str, DocumentDict]]]:
+    """``d_i = Retrieval(q_i)``: the top-1 passage of each query, and the (query, document) pairs to read."""
     found: dict[str, IRResult] = {}
     pairs = []
     for query, docs in zip(queries, results, strict=True):
-        doc = docs[0] if docs else None
-        found[query] = {"document": doc_dict(doc) if doc else None, "answer": "", "confidence": None}
+        doc = doc_dict(docs[0]) if docs else None
+        found[query] = {"document": doc, "answer": "", "confidence": None}
         if doc is not None:
-            pairs.append((query, passage_text(doc)))
+            pairs.append((query, doc))
     return found, pairs
 
 
-def _store_reads(found: dict[str, IRResult], pairs: Sequence[tuple[str, str]], outputs: Sequence[ReaderOutput]) -> None:
+def _store_reads(
+    found: dict[str, IRResult], pairs: Sequence[tuple[str, DocumentDict]], outputs: Sequence[ReaderOutput]
+) -> None:
     """``g, f = Reader(q_i, d_i)`` for every pair read."""
     for (query, _), (answer, confidence) in zip(pairs, outputs, strict=True):
         found[query]["answer"] = answer

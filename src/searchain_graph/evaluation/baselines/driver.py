@@ -28,7 +28,7 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, final_answer
-from searchain_graph.ir.readers.base import Reader, aread_pairs, read_pairs
+from searchain_graph.ir.readers.base import Reader, aread_pairs, passage_of, read_pairs
 from searchain_graph.method.calls import count_usage, doc_dict, empty_usage, message_text, trace_config
 from searchain_graph.method.context import normalize_task
 from searchain_graph.method.graph import Step
@@ -79,7 +79,7 @@ class _Retrieve:
 
 @dataclass(frozen=True)
 class _Read:
-    pairs: list[tuple[str, str]]
+    pairs: list[tuple[str, DocumentDict]]  # (query, retrieved document); the reader gets its Passage
     round: int
 
 
@@ -122,13 +122,15 @@ class _Methods:
         self.read = RunnableLambda(self._read_sync, afunc=self._read_async, name="read")
 
     # -- performing requests --------------------------------------------------------------------
-    def _read_sync(self, pairs: list[tuple[str, str]]) -> list[tuple[str, float]]:
+    def _read_sync(self, pairs: list[tuple[str, DocumentDict]]) -> list[tuple[str, float]]:
         assert self.reader is not None
-        return [(o.answer, o.confidence) for o in read_pairs(self.reader, pairs)]
+        passages = [(q, passage_of(d)) for q, d in pairs]
+        return [(o.answer, o.confidence) for o in read_pairs(self.reader, passages)]
 
-    async def _read_async(self, pairs: list[tuple[str, str]]) -> list[tuple[str, float]]:
+    async def _read_async(self, pairs: list[tuple[str, DocumentDict]]) -> list[tuple[str, float]]:
         assert self.reader is not None
-        return [(o.answer, o.confidence) for o in await aread_pairs(self.reader, pairs)]
+        passages = [(q, passage_of(d)) for q, d in pairs]
+        return [(o.answer, o.confidence) for o in await aread_pairs(self.reader, passages)]
 
     def _retrieve_args(self, req: _Retrieve) -> tuple[RunnableConfig, dict[str, Any]]:
         config = _config("retrieve", req.round, self.method, searchain_query=req.query)

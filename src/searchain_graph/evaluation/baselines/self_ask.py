@@ -167,7 +167,7 @@ def create_self_ask_graph(
         if doc is None:
             warnings.append(f"round {rnd}: no passage retrieved for {query[:80]!r}")
         elif methods.reader is not None:
-            outputs = yield _Read([(query, passage)], rnd)
+            outputs = yield _Read([(query, doc)], rnd)
             usage = {**usage, "reader_calls": usage["reader_calls"] + 1}
             answer, source = (str(outputs[0][0]).strip(), "reader") if outputs and outputs[0][0] else ("", "llm")
         if not answer:
