@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     """Measure the reader and print (and optionally save) the figures as JSON."""
     from searchain_graph.evaluation.metrics import exact_match, f1
     from searchain_graph.ir.bm25 import BM25Index
+    from searchain_graph.ir.readers.base import Passage
     from searchain_graph.ir.readers.bundled import BUNDLED_READER_DIR, BundledReader
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -79,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     rng.shuffle(items)
     items = items[: args.questions]
 
-    def passage(title: str, text: str) -> str:
-        return f"{title}\n{text}"
+    def passage(title: str, text: str) -> Passage:
+        return Passage(text, title)
 
     start = time.perf_counter()
     outs = reader.read_batch([(q, passage(t, c)) for q, t, c, _ in items])

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from searchain_graph.ir.readers import DEFAULT_READER
+
 
 def add_calibrate_parser(sub: Any) -> None:
     """Add ``calibrate`` to the sub-command parsers ``sub``."""
@@ -28,7 +30,12 @@ def add_calibrate_parser(sub: Any) -> None:
         "datasets with gold decompositions) and save it; `searchain ask` and `eval` then use it for "
         "this reader unless --threshold is given.",
     )
-    cal.add_argument("--reader", default="llm", metavar="KIND[:MODEL]", help="as for `searchain ask` (default llm)")
+    cal.add_argument(
+        "--reader",
+        default=DEFAULT_READER,
+        metavar="KIND[:MODEL]",
+        help=f"as for `searchain ask` (default {DEFAULT_READER})",
+    )
     cal.add_argument("--dataset", required=True, metavar="NAME", help="a dataset name or alias, or auto")
     cal.add_argument("--data", required=True, metavar="FILE", help="dev questions with gold decompositions")
     source = cal.add_mutually_exclusive_group()

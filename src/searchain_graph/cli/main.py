@@ -22,6 +22,7 @@ from typing import Any
 
 from searchain_graph.cli.calibrate import add_calibrate_parser, run_calibrate
 from searchain_graph.cli.commands import run_ask, run_eval, run_index, run_report
+from searchain_graph.ir.readers import DEFAULT_READER
 from searchain_graph.method.context import TASKS
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -128,11 +129,11 @@ def _build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-rounds", type=int, default=5, help="most LLM-IR rounds (default 5)")
     ask.add_argument(
         "--reader",
-        default="llm",
+        default=DEFAULT_READER,
         metavar="KIND[:MODEL]",
-        help="llm (the chat model reads; default), dpr[:MODEL] (the paper's DPR reader, default "
-        "facebook/dpr-reader-multiset-base) or extractive[:MODEL] (any SQuAD-style QA model); "
-        "MODEL is a hub name or a local directory",
+        help="bundled (the small DPR-style reader shipped in the package, offline; default), llm (the "
+        "chat model reads), dpr[:MODEL] (the paper's DPR reader, default facebook/dpr-reader-multiset-base) "
+        "or extractive[:MODEL] (any SQuAD-style QA model); MODEL is a hub name or a local directory",
     )
     ask.add_argument(
         "--threshold",
@@ -171,7 +172,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--corpus", action="append", default=None, metavar="FILE", help="corpus file(s) for BM25 instead")
     ev.add_argument("--model", default=None, help="the LLM, as for `searchain ask`")
     _add_backend(ev)
-    ev.add_argument("--reader", default="llm", metavar="KIND[:MODEL]", help="as for `searchain ask`")
+    ev.add_argument("--reader", default=DEFAULT_READER, metavar="KIND[:MODEL]", help="as for `searchain ask`")
     ev.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per call, local models")
     ev.add_argument(
         "--batch-size",

@@ -8,5 +8,10 @@
 * :mod:`~searchain_graph.ir.readers.extractive`: the extractive readers' shared base and
   ``ExtractiveQAReader`` (any SQuAD-style model);
 * :mod:`~searchain_graph.ir.readers.dpr`: ``DPRReader`` (the paper's reader);
+* :mod:`~searchain_graph.ir.readers.bundled`: ``BundledReader``, a small DPR reader shipped in
+  the package, the offline default;
 * :mod:`~searchain_graph.ir.readers.load`: readers by name, for the command line.
 """
+
+DEFAULT_READER = "bundled"
+"""The reader spec used when none is given: the reader shipped in the package (offline)."""

@@ -66,11 +66,11 @@ class BundledReader(DPRReader):
 
     Example:
         >>> reader = BundledReader()  # doctest: +SKIP
-        >>> reader.read("Where was Kevin Drew born?", "Kevin Drew\\nKevin Drew was born in Toronto.")  # doctest: +SKIP
+        >>> reader.read("Where was Kevin Drew born?", "Kevin Drew was born in Toronto.")  # doctest: +SKIP
         ReaderOutput(answer='toronto', confidence=5.2)
     """
 
-    default_threshold = _Threshold()  # type: ignore[assignment]
+    default_threshold = _Threshold()
     _what = "bundled reader"
 
     def __init__(self, model: str | Path = BUNDLED_READER_DIR, **kwargs: Any) -> None:
