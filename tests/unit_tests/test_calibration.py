@@ -265,3 +265,15 @@ def test_cli_calibrate_fails_on_data_without_decompositions(
     assert main(["calibrate", "--dataset", "hotpotqa", "--data", str(data)]) == 2
     assert "no example has a gold decomposition" in capsys.readouterr().err
     assert saved_threshold(fake_stack) is None
+
+
+def test_a_shipped_calibration_serves_until_the_user_saves_one(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shipped = tmp_path / "shipped"
+    monkeypatch.setattr(store, "SHIPPED_CALIBRATIONS", shipped)
+    store.save_threshold("scripted:v1", 4.0, directory=shipped)
+    assert store.saved_threshold("scripted:v1") == 4.0
+    assert store.load_calibration("scripted:v1")["path"].startswith(str(shipped))  # type: ignore[index]
+    store.save_threshold("scripted:v1", 0.5)
+    assert store.saved_threshold("scripted:v1") == 0.5

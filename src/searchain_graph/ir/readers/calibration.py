@@ -37,6 +37,11 @@ CALIBRATION_FORMAT = 1
 """Version of the file layout: ``{"format", "key", "threshold", "saved_at", ...details}``."""
 
 
+SHIPPED_CALIBRATIONS = Path(__file__).with_name("calibrations")
+"""Calibrations made for this release and shipped with it (the default LLM reader's, for one):
+used for a reader with no calibration of the user's own."""
+
+
 def calibration_dir() -> Path:
     """The default directory of saved thresholds: ``cache_root() / "calibration"``."""
     return cache_root() / "calibration"
@@ -123,11 +128,21 @@ def save_threshold(
 def load_calibration(reader_or_key: object, *, directory: str | Path | None = None) -> dict[str, Any] | None:
     """The saved record of a reader (or key), or ``None`` when there is none or it is unusable.
 
-    An unreadable file, one with another key or format, or one without a finite θ is ignored
-    with a warning: a broken cache never stops SearChain from running.
+    Without ``directory``, the user's own (:func:`calibration_dir`) comes first, then the one
+    shipped with the package (:data:`SHIPPED_CALIBRATIONS`). An unreadable file, one with another
+    key or format, or one without a finite θ is ignored with a warning: a broken cache never
+    stops SearChain from running.
     """
     key = _key(reader_or_key)
-    path = calibration_path(key, directory)
+    places = [Path(directory)] if directory is not None else [calibration_dir(), SHIPPED_CALIBRATIONS]
+    for place in places:
+        record = _read_record(key, calibration_path(key, place))
+        if record is not None:
+            return record
+    return None
+
+
+def _read_record(key: str, path: Path) -> dict[str, Any] | None:
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
