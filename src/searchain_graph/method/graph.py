@@ -107,15 +107,17 @@ def create_searchain_graph(
     Args:
         llm: Any LangChain chat model; it writes the Chain-of-Query and the traced answer.
         retriever: Any LangChain retriever; its first document is the top-1 passage ``d_i``.
-        reader: Extracts ``g`` and ``f`` from a passage (``read``, optionally ``read_batch``).
+        reader: Extracts ``g`` and ``f`` from a passage (``read(query, Passage)``, optionally
+            ``read_batch``; see :mod:`searchain_graph.ir.readers.base`).
         max_rounds: Most LLM-IR interaction rounds (the paper's ``r_max`` = 5).
         confidence_threshold: θ: IR corrects an answer only when ``f > θ``. Resolved in order
             (:func:`resolve_threshold`): this argument; else the θ saved for this reader by
             ``searchain calibrate`` (found by the reader's ``calibration_key`` under
-            ``$SEARCHAIN_CACHE/calibration``); else the reader's ``default_threshold`` (1.5 for
-            the readers here: the paper's value for the DPR reader's relevance logit, and
-            p > 0.82 on the log-odds scale of ``LLMReader`` and ``ExtractiveQAReader``; see
-            ``docs/method.md``); else 1.5. A per-run ``SearChainContext(confidence_threshold=...)``
+            ``$SEARCHAIN_CACHE/calibration``, then among the calibrations shipped with the
+            package, such as the default ``LLMReader``'s); else the reader's
+            ``default_threshold`` (the bundled reader's calibrated θ; 1.5 for the others: the
+            paper's value for the DPR reader's relevance logit, and p > 0.82 on the log-odds
+            scale of ``LLMReader`` and ``ExtractiveQAReader``; see ``docs/method.md``); else 1.5. A per-run ``SearChainContext(confidence_threshold=...)``
             overrides all of them. The θ chosen and its source are logged (INFO) and put in the
             graph's run metadata as ``searchain_threshold`` and ``searchain_threshold_source``.
         rouge_threshold: α: for ``task="longform"`` an answer is inconsistent with its passage
