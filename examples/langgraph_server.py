@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from searchain_graph import BM25Retriever, LLMReader, create_searchain_graph, load_chat_model
+from searchain_graph import BM25Retriever, BundledReader, create_searchain_graph, load_chat_model
 
 _DATA = Path(__file__).parent / "data"
 _DEFAULT = f"{_DATA / 'searchain_demo.jsonl'}:{_DATA / 'hotpotqa_dev200_paragraphs.jsonl'}"
 
 llm = load_chat_model(max_batch_size=8)  # a local model decodes concurrent requests together
 retriever = BM25Retriever.from_files(os.environ.get("SEARCHAIN_CORPUS", _DEFAULT).split(":"))
-graph = create_searchain_graph(llm, retriever, LLMReader(llm))
+graph = create_searchain_graph(llm, retriever, BundledReader())  # the reader shipped in the package

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchain_graph import BM25Retriever, LLMReader, SearChainContext, create_searchain_graph, load_chat_model
+from searchain_graph import BM25Retriever, BundledReader, SearChainContext, create_searchain_graph, load_chat_model
 
 DATA = Path(__file__).parent / "data"
 
@@ -16,7 +16,8 @@ DATA = Path(__file__).parent / "data"
 def main() -> None:
     llm = load_chat_model()  # ChatOpenAI when OPENAI_API_KEY is set, else SmolLM2-135M
     retriever = BM25Retriever.from_files([DATA / "searchain_demo.jsonl", DATA / "hotpotqa_dev200_paragraphs.jsonl"])
-    graph = create_searchain_graph(llm, retriever, LLMReader(llm), max_rounds=5, confidence_threshold=1.5)
+    # The reader shipped in the package (offline); θ is its calibrated one unless you pass confidence_threshold.
+    graph = create_searchain_graph(llm, retriever, BundledReader(), max_rounds=5)
 
     question = "Where was the performer of Spirit If... born?"
     # Each round shows up as it happens.

@@ -3,8 +3,8 @@
 The main entry point is :func:`create_searchain_graph`, which returns a compiled
 LangGraph graph::
 
-    from searchain_graph import create_searchain_graph, BM25Retriever, LLMReader
-    graph = create_searchain_graph(llm, BM25Retriever.from_files("corpus.jsonl"), LLMReader(llm))
+    from searchain_graph import create_searchain_graph, BM25Retriever, BundledReader
+    graph = create_searchain_graph(llm, BM25Retriever.from_files("corpus.jsonl"), BundledReader())
     out = graph.invoke({"question": "Where was the performer of Spirit If... born?"})
     print(out["final_content"])
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from searchain_graph.ir.index import build_index, load_index
     from searchain_graph.ir.index_dir import IndexSummary
     from searchain_graph.ir.readers.base import Passage, Reader, ReaderOutput
+    from searchain_graph.ir.readers.bundled import BundledReader
     from searchain_graph.ir.readers.dpr import DPRReader
     from searchain_graph.ir.readers.extractive import ExtractiveQAReader
     from searchain_graph.ir.readers.llm import LLMReader
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     "BM25Retriever": "searchain_graph.ir.bm25_retriever",
+    "BundledReader": "searchain_graph.ir.readers.bundled",
     "ColBERTRetriever": "searchain_graph.ir.colbert",
     "CorpusFormatError": "searchain_graph.ir.corpus",
     "DPRReader": "searchain_graph.ir.readers.dpr",
@@ -89,6 +91,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BM25Retriever",
+    "BundledReader",
     "ColBERTRetriever",
     "CorpusFormatError",
     "DPRReader",

@@ -30,6 +30,7 @@ PUBLIC_API = {
     "BM25Retriever",
     "ColBERTRetriever",
     "CorpusFormatError",
+    "BundledReader",
     "DPRReader",
     "ExtractiveQAReader",
     "IndexSummary",
