@@ -200,6 +200,9 @@ def export(out: Path, target: Path, base: Path) -> None:
         (tmp / "training.json").write_text(
             json.dumps({k: ckpt[k] for k in ("step", "examples_seen", "args")}, indent=1) + "\n"
         )
+        tmp.chmod(0o755)
+        for f in tmp.iterdir():
+            f.chmod(0o644)
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)

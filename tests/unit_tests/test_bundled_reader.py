@@ -7,18 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from searchain_graph.ir.readers.base import MIN_CONFIDENCE, ReaderOutput
+from searchain_graph.ir.readers.base import MIN_CONFIDENCE, Passage, ReaderOutput
 from searchain_graph.ir.readers.bundled import BUNDLED_READER_DIR, BundledReader, bundled_threshold
 from searchain_graph.ir.readers.load import load_reader
 from searchain_graph.llms.hub import ModelNotFoundError
 from tests.helpers import assert_reads_close
 
-DREW = "Kevin Drew\nKevin Drew (born September 9, 1976) is a Canadian musician. He was born in Toronto, Ontario."
-GREYHOUND = (
-    "Greyhound Lines\nGreyhound Lines, Inc. is an intercity bus carrier serving over 3,800 destinations in "
-    "North America. Its buses in Toronto leave from the Toronto Coach Terminal."
+DREW = Passage(
+    "Kevin Drew (born September 9, 1976) is a Canadian musician. He was born in Toronto, Ontario.", "Kevin Drew"
 )
-PEAR = "Pear\nThe pear tree is a species of the genus Pyrus. Pears are eaten fresh, canned, or dried."
+GREYHOUND = Passage(
+    "Greyhound Lines, Inc. is an intercity bus carrier serving over 3,800 destinations in North America. "
+    "Its buses in Toronto leave from the Toronto Coach Terminal.",
+    "Greyhound Lines",
+)
+PEAR = Passage("The pear tree is a species of the genus Pyrus. Pears are eaten fresh, canned, or dried.", "Pear")
 
 
 @pytest.fixture(scope="module")
@@ -69,13 +72,13 @@ def test_batch_agrees_with_one_at_a_time(reader: BundledReader) -> None:
 
 def test_reads_a_long_passage_past_its_first_window(reader: BundledReader) -> None:
     filler = " ".join(f"The committee met on day {i} and discussed the annual budget." for i in range(60))
-    passage = f"Report\n{filler} The new library was designed by the architect Zaha Hadid."
+    passage = Passage(f"{filler} The new library was designed by the architect Zaha Hadid.", "Report")
     out = reader.read("Who designed the new library?", passage)
     assert "hadid" in out.answer.lower()
 
 
 def test_an_empty_passage_reads_as_no_answer(reader: BundledReader) -> None:
-    assert reader.read("Where was Kevin Drew born?", "") == ReaderOutput("", MIN_CONFIDENCE)
+    assert reader.read("Where was Kevin Drew born?", Passage("", "Kevin Drew")) == ReaderOutput("", MIN_CONFIDENCE)
 
 
 def test_missing_weights_name_the_directory(tmp_path: Path) -> None:
