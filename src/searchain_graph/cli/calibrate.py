@@ -36,8 +36,16 @@ def add_calibrate_parser(sub: Any) -> None:
         metavar="KIND[:MODEL]",
         help=f"as for `searchain ask` (default {DEFAULT_READER})",
     )
-    cal.add_argument("--dataset", required=True, metavar="NAME", help="a dataset name or alias, or auto")
-    cal.add_argument("--data", required=True, metavar="FILE", help="dev questions with gold decompositions")
+    cal.add_argument(
+        "--dataset", required=True, action="append", metavar="NAME", help="a dataset name or alias, or auto"
+    )
+    cal.add_argument(
+        "--data",
+        required=True,
+        action="append",
+        metavar="FILE",
+        help="dev questions with gold decompositions; repeat --dataset and --data to pool several dev sets",
+    )
     source = cal.add_mutually_exclusive_group()
     source.add_argument("--corpus", action="append", default=None, metavar="FILE", help="corpus file(s) for BM25")
     source.add_argument("--index", default=None, metavar="DIR", help="retrieval index (default: BM25 over the data)")
@@ -69,10 +77,16 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be at least 1, got {args.limit}")
-    examples = load_dataset(args.dataset, args.data)
-    retriever = dataset_retriever(examples, index=args.index, corpus=args.corpus)
-    if args.limit is not None:
-        examples = examples[: args.limit]
+    if len(args.dataset) != len(args.data):
+        raise ValueError(f"give one --dataset per --data (got {len(args.dataset)} and {len(args.data)})")
+    if len(args.data) > 1 and (args.index or args.corpus):
+        raise ValueError("--index and --corpus serve one dataset; pooled dev sets are each searched over their own")
+    parts = []
+    for name, path in zip(args.dataset, args.data, strict=True):
+        part = load_dataset(name, path)
+        part_retriever = dataset_retriever(part, index=args.index, corpus=args.corpus)
+        parts.append((part[: args.limit] if args.limit is not None else part, part_retriever))
+    (examples, retriever), also = parts[0], parts[1:]
     llm = load_chat_model(args.model, max_new_tokens=48, backend=args.llm_backend)
     reader = load_reader(args.reader, llm)
     if args.reader.partition(":")[0] == "llm" and isinstance(llm, TransformersChatModel):
@@ -86,12 +100,14 @@ def run_calibrate(args: argparse.Namespace) -> int:
         wrong_fraction=args.wrong,
         unsolved_fraction=args.unsolved,
         seed=args.seed,
-        source={"dataset": args.dataset, "data": str(args.data), "limit": args.limit, "reader_spec": args.reader},
+        source={"dataset": "+".join(args.dataset), "data": args.data, "limit": args.limit, "reader_spec": args.reader},
+        also=also,
     )
     counts = result.counts
     text = (
         f"# Calibration of θ for `{args.reader}`\n\n"
-        f"{len(examples)} question(s) of {args.dataset} ({args.data}): {counts['nodes']} nodes, "
+        f"{sum(len(part) for part, _ in parts)} question(s) of {' + '.join(args.dataset)} "
+        f"({', '.join(args.data)}): {counts['nodes']} nodes, "
         f"{counts['read']} read in {result.seconds:.0f} s.\n\n" + result.render(reader_name=args.reader)
     )
     print(text)

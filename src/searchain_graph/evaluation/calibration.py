@@ -237,6 +237,7 @@ def calibrate(
     seed: int = 0,
     thresholds: Sequence[float] | None = None,
     source: Mapping[str, Any] | None = None,
+    also: Sequence[tuple[Sequence[Example], BaseRetriever]] = (),
 ) -> Calibration:
     """Choose θ for ``reader`` on dev questions with gold decompositions.
 
@@ -256,15 +257,25 @@ def calibrate(
         seed: Seed of the perturbation.
         thresholds: θ to sweep instead of the derived grid.
         source: Where the examples come from (dataset, file, limit), kept in ``settings``.
+        also: More ``(examples, retriever)`` pairs (other dev sets, each with its own
+            retriever): their nodes are pooled with the first set's before the sweep.
 
     Raises:
         ValueError: no example yields a node, or the fractions or ``max_broken`` are out of range.
     """
     if not 0.0 <= max_broken <= 1.0:
         raise ValueError(f"max_broken must lie in [0, 1], got {max_broken!r}")
-    nodes = build_oracle_nodes(examples, wrong_fraction=wrong_fraction, unsolved_fraction=unsolved_fraction, seed=seed)
+    nodes: list[dict[str, Any]] = []
     start = time.perf_counter()
-    read_oracle_nodes(nodes, retriever, reader)
+    for part, part_retriever in [(examples, retriever), *also]:
+        if not any(ex.get("decomposition") for ex in part):
+            continue
+        part_nodes = build_oracle_nodes(
+            part, wrong_fraction=wrong_fraction, unsolved_fraction=unsolved_fraction, seed=seed
+        )
+        nodes += read_oracle_nodes(part_nodes, part_retriever, reader)
+    if not nodes:
+        raise ValueError("no example has a gold decomposition with sub-answers (use MuSiQue, 2Wiki or Bamboogle)")
     seconds = time.perf_counter() - start
     if thresholds is None:
         extra = {DEFAULT_THRESHOLD, float(getattr(reader, "default_threshold", DEFAULT_THRESHOLD))}
@@ -273,7 +284,7 @@ def calibrate(
     choice = choose_threshold(rows, max_broken=max_broken)
     settings = {
         **(source or {}),
-        "questions": len(examples),
+        "questions": len(examples) + sum(len(part) for part, _ in also),
         "wrong_fraction": wrong_fraction,
         "unsolved_fraction": unsolved_fraction,
         "seed": seed,
