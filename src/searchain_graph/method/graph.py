@@ -117,9 +117,10 @@ def create_searchain_graph(
             package, such as the default ``LLMReader``'s); else the reader's
             ``default_threshold`` (the bundled reader's calibrated θ; 1.5 for the others: the
             paper's value for the DPR reader's relevance logit, and p > 0.82 on the log-odds
-            scale of ``LLMReader`` and ``ExtractiveQAReader``; see ``docs/method.md``); else 1.5. A per-run ``SearChainContext(confidence_threshold=...)``
-            overrides all of them. The θ chosen and its source are logged (INFO) and put in the
-            graph's run metadata as ``searchain_threshold`` and ``searchain_threshold_source``.
+            scale of ``LLMReader`` and ``ExtractiveQAReader``; see ``docs/method.md``); else 1.5.
+            A per-run ``SearChainContext(confidence_threshold=...)`` overrides all of them. The θ
+            chosen and its source are logged (INFO) and put in the graph's run metadata as
+            ``searchain_threshold`` and ``searchain_threshold_source``.
         rouge_threshold: α: for ``task="longform"`` an answer is inconsistent with its passage
             when ROUGE-L < α (0.35 in the paper).
         task: ``multihop``, ``yesno`` (StrategyQA), ``fact`` (FEVER), ``longform`` (ELI5) or
