@@ -81,15 +81,15 @@ def test_shared_musique_decompositions_are_resolved() -> None:
     assert first["qid"] == "2hop__574419_270105"
     assert first["decomposition"] == [
         {
-            "question": "Van Hook Township >> located in the administrative territorial entity",
+            "question": "What is the located in the administrative territorial entity of Van Hook Township?",
             "answer": "Mountrail County",
         },
-        {"question": "Mountrail County >> capital", "answer": "Stanley"},
+        {"question": "What is the capital of Mountrail County?", "answer": "Stanley"},
     ]
     for example in examples:
         steps = example["decomposition"]
         assert steps is not None and example["hops"] == len(steps)
-        assert not any(re.search(r"#\d", s["question"]) for s in steps)
+        assert not any(re.search(r"#\d", s["question"]) or ">>" in s["question"] for s in steps)
         assert steps[-1]["answer"] in example["answers"]  # the last step answers the question
     assert sum(len(e["answers"]) > 1 for e in examples) == 34  # questions with aliases in the sample
 
@@ -222,7 +222,7 @@ def test_musique_resolves_references_and_dedupes_aliases(tmp_path: Path) -> None
     assert example["answers"] == ["1970", "nineteen seventy"]
     assert example["hops"] == 3
     assert example["decomposition"] == [
-        {"question": "Spirit If... >> performer", "answer": "Kevin Drew"},
+        {"question": "What is the performer of Spirit If...?", "answer": "Kevin Drew"},
         {"question": "Who is the spouse of Kevin Drew?", "answer": "Jane"},
         {"question": "When was Jane (wife of Kevin Drew) born?", "answer": "1970"},
     ]

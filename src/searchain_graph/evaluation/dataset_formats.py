@@ -123,7 +123,7 @@ def _musique(record: Mapping[str, Any], where: str, number: int) -> Example:
         raw.append(sub_question)
         support.append(item.get("paragraph_support_idx"))
         resolved = _resolve_references(sub_question, [s["answer"] for s in steps], n + 1, where)
-        steps.append({"question": resolved, "answer": sub_answer})
+        steps.append({"question": _triple_question(resolved), "answer": sub_answer})
     meta: dict[str, object] = {"raw_decomposition": raw, "paragraph_support_idx": support}
     if isinstance(record.get("answerable"), bool):
         meta["answerable"] = record["answerable"]
@@ -169,13 +169,26 @@ def _twowiki(record: Mapping[str, Any], where: str, number: int) -> Example:
     )
 
 
+def _relation_question(subject: str, relation: str) -> str:
+    """A knowledge-base step ``(subject, relation)`` as the question an LLM's chain would ask."""
+    return f"What is the {relation.strip()} of {subject.strip()}?"
+
+
+def _triple_question(question: str) -> str:
+    """MuSiQue's Wikidata-style steps, ``"S >> R"``, as "What is the R of S?"; other questions unchanged."""
+    subject, arrow, relation = question.partition(" >> ")
+    if not arrow or not subject.strip() or not relation.strip():
+        return question
+    return _relation_question(subject, relation)
+
+
 def _evidence_steps(evidences: list[Any]) -> list[Step]:
     """2Wiki's evidence triples ``(subject, relation, object)`` as sub-questions: "What is the R of S?" -> O."""
     steps: list[Step] = []
     for triple in evidences:
         if isinstance(triple, list) and len(triple) == 3 and all(isinstance(x, str) and x.strip() for x in triple):
             subject, relation, obj = (x.strip() for x in triple)
-            steps.append({"question": f"What is the {relation} of {subject}?", "answer": obj})
+            steps.append({"question": _relation_question(subject, relation), "answer": obj})
     return steps
 
 

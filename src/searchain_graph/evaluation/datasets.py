@@ -52,7 +52,8 @@ Hops (``Example["hops"]``):
 * Bamboogle: 2. FEVER and ELI5: ``None``.
 
 Decompositions: MuSiQue's sub-questions with their ``#k`` references replaced by the
-answer of step *k* (the unresolved questions stay in ``meta["raw_decomposition"]``);
+answer of step *k*, and its Wikidata-style steps ``"S >> R"`` written as "What is the *R* of
+*S*?", the question a chain would ask (the raw steps stay in ``meta["raw_decomposition"]``);
 Bamboogle's ``Q1``/``A1``, ``Q2``/``A2`` (the first of each list of sub-answers; all of
 them in ``meta["step_answers"]``); 2WikiMultihopQA's evidence triples ``(subject, relation,
 object)`` as "What is the *relation* of *subject*?" with the object as answer (the dataset has no
