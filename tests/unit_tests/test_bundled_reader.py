@@ -11,6 +11,7 @@ from searchain_graph.ir.readers.base import MIN_CONFIDENCE, Passage, ReaderOutpu
 from searchain_graph.ir.readers.bundled import BUNDLED_READER_DIR, BundledReader, bundled_threshold
 from searchain_graph.ir.readers.load import load_reader
 from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.method.graph import resolve_threshold
 from tests.helpers import assert_reads_close
 
 DREW = Passage(
@@ -37,6 +38,15 @@ def test_the_weights_ship_with_the_package_with_a_card_and_a_calibration() -> No
     calibration = json.loads((BUNDLED_READER_DIR / "calibration.json").read_text(encoding="utf-8"))
     assert BundledReader.default_threshold == pytest.approx(calibration["threshold"])
     assert bundled_threshold() == pytest.approx(calibration["threshold"])
+
+
+def test_the_graph_takes_the_shipped_theta_and_names_its_source(
+    reader: BundledReader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEARCHAIN_CACHE", str(tmp_path))  # no calibration saved by this user
+    theta, source = resolve_threshold(reader)
+    assert theta == pytest.approx(bundled_threshold())
+    assert source == f"calibration shipped with the weights:{BUNDLED_READER_DIR / 'calibration.json'}"
 
 
 def test_loads_by_spec_offline(reader: BundledReader) -> None:

@@ -45,7 +45,8 @@ def resolve_threshold(reader: Reader, confidence_threshold: float | None = None)
     In order: ``confidence_threshold`` when given (source ``"argument"``); the θ saved for this
     reader by ``searchain calibrate`` (``"calibration:<file>"``, see
     :mod:`searchain_graph.ir.readers.calibration`); the reader's ``default_threshold``
-    (``"reader default"``); :data:`~searchain_graph.method.verdict.DEFAULT_THRESHOLD`, the
+    (source: the reader's ``threshold_source`` when it has one, e.g. the bundled reader's
+    shipped calibration, else ``"reader default"``); :data:`~searchain_graph.method.verdict.DEFAULT_THRESHOLD`, the
     paper's 1.5 (``"paper default"``).
     """
     if confidence_threshold is not None:
@@ -55,7 +56,7 @@ def resolve_threshold(reader: Reader, confidence_threshold: float | None = None)
         return float(saved["threshold"]), f"calibration:{saved['path']}"
     default = getattr(reader, "default_threshold", None)
     if default is not None:
-        return float(default), "reader default"
+        return float(default), str(getattr(reader, "threshold_source", None) or "reader default")
     return DEFAULT_THRESHOLD, "paper default"
 
 

@@ -80,6 +80,14 @@ class BundledReader(DPRReader):
         super().__init__(model, **kwargs)
 
     @property
+    def threshold_source(self) -> str:
+        """Where :attr:`default_threshold` comes from, for logs and run metadata."""
+        path = Path(self.model_name) / "calibration.json"
+        return (
+            f"calibration shipped with the weights:{path}" if path.is_file() else "reader default (no calibration.json)"
+        )
+
+    @property
     def calibration_key(self) -> str:
         """Identifies the weights for saved calibrations: the bundled ones by their training step."""
         info = Path(self.model_name) / "training.json"
