@@ -67,7 +67,7 @@ class BundledReader(DPRReader):
     Example:
         >>> reader = BundledReader()  # doctest: +SKIP
         >>> reader.read("Where was Kevin Drew born?", "Kevin Drew was born in Toronto.")  # doctest: +SKIP
-        ReaderOutput(answer='Toronto', confidence=3.08)
+        ReaderOutput(answer='Toronto', confidence=3.78)
     """
 
     default_threshold = _Threshold()
