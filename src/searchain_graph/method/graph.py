@@ -46,8 +46,9 @@ def resolve_threshold(reader: Reader, confidence_threshold: float | None = None)
     reader by ``searchain calibrate`` (``"calibration:<file>"``, see
     :mod:`searchain_graph.ir.readers.calibration`); the reader's ``default_threshold``
     (source: the reader's ``threshold_source`` when it has one, e.g. the bundled reader's
-    shipped calibration, else ``"reader default"``); :data:`~searchain_graph.method.verdict.DEFAULT_THRESHOLD`, the
-    paper's 1.5 (``"paper default"``).
+    shipped calibration, else ``"reader default"``);
+    :data:`~searchain_graph.method.verdict.DEFAULT_THRESHOLD`, the paper's 1.5
+    (``"paper default"``).
     """
     if confidence_threshold is not None:
         return float(confidence_threshold), "argument"

@@ -34,10 +34,15 @@ FALLBACK_THRESHOLD = 0.0
 """θ when ``calibration.json`` is missing: even odds that the passage answers."""
 
 
+def _calibration_file(directory: Path = BUNDLED_READER_DIR) -> Path:
+    """The calibration stored beside a directory of bundled-reader weights."""
+    return directory / "calibration.json"
+
+
 @cache
 def bundled_threshold(directory: Path = BUNDLED_READER_DIR) -> float:
     """The calibrated θ stored with the bundled weights (``FALLBACK_THRESHOLD`` without one)."""
-    path = directory / "calibration.json"
+    path = _calibration_file(directory)
     if not path.is_file():
         return FALLBACK_THRESHOLD
     return float(json.loads(path.read_text(encoding="utf-8"))["threshold"])
@@ -82,10 +87,10 @@ class BundledReader(DPRReader):
     @property
     def threshold_source(self) -> str:
         """Where :attr:`default_threshold` comes from, for logs and run metadata."""
-        path = Path(self.model_name) / "calibration.json"
-        return (
-            f"calibration shipped with the weights:{path}" if path.is_file() else "reader default (no calibration.json)"
-        )
+        path = _calibration_file(Path(self.model_name))
+        if not path.is_file():
+            return "reader default (no calibration.json)"
+        return f"calibration shipped with the weights:{path}"
 
     @property
     def calibration_key(self) -> str:
