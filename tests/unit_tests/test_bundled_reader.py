@@ -32,12 +32,29 @@ def reader() -> BundledReader:
 
 def test_the_weights_ship_with_the_package_with_a_card_and_a_calibration() -> None:
     names = {p.name for p in BUNDLED_READER_DIR.iterdir()}
-    assert {"config.json", "model.safetensors", "tokenizer.json", "README.md", "calibration.json"} <= names
+    shipped = {"config.json", "model.safetensors", "tokenizer.json", "README.md"}
+    assert shipped | {"calibration.json", "calibration-relevance.json"} <= names
     size = sum(p.stat().st_size for p in BUNDLED_READER_DIR.iterdir())
     assert size <= 50 * 1024 * 1024
     calibration = json.loads((BUNDLED_READER_DIR / "calibration.json").read_text(encoding="utf-8"))
+    assert calibration["key"].endswith(":joint")
     assert BundledReader.default_threshold == pytest.approx(calibration["threshold"])
     assert bundled_threshold() == pytest.approx(calibration["threshold"])
+    relevance = json.loads((BUNDLED_READER_DIR / "calibration-relevance.json").read_text(encoding="utf-8"))
+    assert relevance["key"].endswith(":relevance")
+    assert BundledReader(confidence="relevance").default_threshold == pytest.approx(relevance["threshold"])
+
+
+def test_joint_confidence_is_relevance_plus_the_spans_log_probability(reader: BundledReader) -> None:
+    paper = BundledReader(confidence="relevance").load()
+    assert reader.confidence == "joint"
+    assert reader.calibration_key != paper.calibration_key  # a θ belongs to one kind of f
+    pairs = [("Where was Kevin Drew born?", DREW), ("Where do Greyhound buses in Toronto leave from?", GREYHOUND)]
+    for joint, relevance in zip(reader.read_batch(pairs), paper.read_batch(pairs), strict=True):
+        assert joint.answer == relevance.answer
+        assert joint.confidence <= relevance.confidence + 1e-4  # a log-probability is at most 0
+    with pytest.raises(ValueError, match="confidence must be one of"):
+        BundledReader(confidence="margin")  # type: ignore[arg-type]
 
 
 def test_the_graph_takes_the_shipped_theta_and_names_its_source(

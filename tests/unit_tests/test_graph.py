@@ -19,6 +19,7 @@ from searchain_graph import (
     SearChainContext,
     create_searchain_graph,
 )
+from searchain_graph.method.verdict import is_yes_no
 from tests.fakes import (
     CHAIN_FIXED,
     CHAIN_WRONG,
@@ -447,6 +448,55 @@ def test_longform_verification_uses_rouge_l_against_the_passage(llm_answer: str,
     check = out["tree"][0]["checks"][0]
     assert check["action"] == expected
     assert (check["rouge_l"] >= 0.35) == (expected == "pass")
+
+
+class SpanReader(ScriptedReader):
+    """A scripted reader that, like every extractive reader, cannot answer yes or no."""
+
+    answers_yes_no = False
+
+
+@pytest.mark.parametrize(
+    ("answer", "yes_no"),
+    [
+        ("Yes", True),
+        ("no.", True),
+        ("No, it is not", True),
+        (" YES!", True),
+        ("No Country for Old Men", False),
+        ("Nobody", False),
+        ("Toronto", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_yes_no_answers_are_recognised(answer: str | None, yes_no: bool) -> None:
+    assert is_yes_no(answer) is yes_no
+
+
+@pytest.mark.parametrize(
+    ("reader_cls", "context", "action"),
+    [
+        (SpanReader, None, "pass"),  # an extractive reader's span cannot refute "No"
+        (SpanReader, SearChainContext(verify_yes_no=True), "correction"),  # unless asked to
+        (ScriptedReader, None, "correction"),  # a reader that does not say keeps the paper's rule
+    ],
+)
+def test_yes_no_answers_are_verified_only_by_a_reader_that_can_say_yes_or_no(
+    reader_cls: type[ScriptedReader], context: SearChainContext | None, action: str
+) -> None:
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        if is_tracing(messages):
+            return "[Final Content]: Kevin Drew was born in Toronto [1]. So the final answer is No."
+        return "[Query 1]: Was Kevin Drew born in Montreal?\n[Answer 1]: No, he was not."
+
+    reader = reader_cls({"born": ReaderOutput("Toronto", 6.0)})
+    graph = build(RuleChatModel(respond=respond), reader, task="strategyqa", max_rounds=1)
+    out = graph.invoke({"question": "Was Kevin Drew born in Montreal?"}, context=context)
+    check = out["tree"][0]["checks"][0]
+    assert check["action"] == action
+    assert check.get("unverifiable", False) is (action == "pass")
+    assert out["answer"] == "No"
 
 
 def test_yes_no_and_fact_tasks_use_their_prompts_and_answer_formats() -> None:

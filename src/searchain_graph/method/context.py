@@ -89,6 +89,13 @@ class SearChainContext:
         default=None,
         metadata={"description": "Run completion (False reproduces 'w/o Completion')."},
     )
+    verify_yes_no: bool | None = field(
+        default=None,
+        metadata={
+            "description": "Verify yes/no answers too. By default only a reader that can answer yes or no "
+            "(answers_yes_no) does: an extractive reader's span never contains 'yes' or 'no'."
+        },
+    )
     max_question_chars: int | None = field(
         default=None,
         metadata={"description": "Questions longer than this are refused with a clear error."},

@@ -95,6 +95,7 @@ def create_searchain_graph(
     task: str = "multihop",
     verification: bool = True,
     completion: bool = True,
+    verify_yes_no: bool | None = None,
     is_duplicate: QueryMatcher | None = None,
     max_question_chars: int = 2000,
     retry_policy: RetryPolicy | None = None,
@@ -129,6 +130,9 @@ def create_searchain_graph(
             ``slot_filling`` (zsRE/T-REx); it selects the paper's CoQ prompt.
         verification: Set False for the paper's "w/o Verification" ablation.
         completion: Set False for the paper's "w/o Completion" ablation.
+        verify_yes_no: Whether verification also checks yes/no answers. ``None`` (default): the
+            reader's ``answers_yes_no`` (False for the shipped readers, whose *g* is words of the
+            passage and never a yes or no; True for readers that do not say).
         is_duplicate: ``DuplicateQuery`` of Algorithm 1, ``(query, processed) -> bool``; by default
             a query is a duplicate when it equals a processed one after normalisation.
         max_question_chars: Longer questions raise :class:`InvalidQuestionError`.
@@ -162,6 +166,7 @@ def create_searchain_graph(
         task=task,
         verification=verification,
         completion=completion,
+        verify_yes_no=bool(getattr(reader, "answers_yes_no", True)) if verify_yes_no is None else verify_yes_no,
         max_question_chars=max_question_chars,
     ).validate()
     nodes = SearChainNodes(llm, retriever, reader, defaults=defaults, is_duplicate=is_duplicate or normalized_duplicate)

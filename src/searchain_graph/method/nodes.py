@@ -194,6 +194,7 @@ class SearChainNodes:
             "confidence_threshold": float(ctx.confidence_threshold or 0.0),
             "rouge_threshold": float(ctx.rouge_threshold or 0.0),
             "task": ctx.task,
+            "verify_yes_no": bool(ctx.verify_yes_no),
         }
         processed: list[str] = []
         path: list[Reference] = []

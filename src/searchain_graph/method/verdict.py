@@ -5,6 +5,11 @@
   (long form: ROUGE-L of answer and passage < α), the LLM is told to correct the node.
 * **DuplicateQuery**: a query already processed in an earlier round (the set *M*) is not
   checked again.
+* **Yes/no answers** ("Yes", "No, it is not") are not verified by a reader that extracts spans
+  (``answers_yes_no = False``, as every extractive reader here): its *g* is a span of the
+  passage, which never contains "yes" or "no", so every confident read would overrule the LLM
+  whatever the passage says. The node passes with ``unverifiable`` set in its record.
+  ``SearChainContext(verify_yes_no=True)`` verifies them anyway.
 
 The graph (:mod:`searchain_graph.method.nodes`) and the oracle-chain benchmark
 (:mod:`searchain_graph.evaluation.oracle`) share this one decision function.
@@ -13,6 +18,7 @@ The graph (:mod:`searchain_graph.method.nodes`) and the oracle-chain benchmark
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,6 +39,17 @@ DEFAULT_THRESHOLD = 1.5
 """θ of the paper (Section 4.1): the DPR reader must be this confident to overrule the LLM."""
 
 
+_YES_NO = re.compile(r"^\W*(yes|no)\W*(?:[,.;:!?]|$)", re.IGNORECASE)
+
+
+def is_yes_no(answer: str | None) -> bool:
+    """Whether an answer is a bare yes or no, or starts with one and a punctuation mark.
+
+    ``"Yes"``, ``"no."`` and ``"No, it is not"`` are; ``"No Country for Old Men"`` is not.
+    """
+    return bool(answer) and _YES_NO.match(answer or "") is not None
+
+
 @functools.cache
 def _rouge_scorer() -> Any:
     # rouge-score takes about two seconds to import (absl, nltk): only long-form tasks need it.
@@ -49,13 +66,14 @@ def ir_verdict(node: ChainNode, result: dict[str, Any], knobs: dict[str, Any]) -
         result: What IR found: ``document`` (a dict, or ``None``), the reader's ``answer`` *g*
             and ``confidence`` *f*.
         knobs: ``completion``, ``verification``, ``confidence_threshold`` (θ),
-            ``rouge_threshold`` (α) and ``task``.
+            ``rouge_threshold`` (α), ``task`` and optionally ``verify_yes_no`` (default True).
 
     Returns:
         ``{"action": ...}``: ``"completion"`` for an unsolved query (whatever *f*);
         ``"correction"`` when ``f > θ`` and *g* is not in the LLM's answer (long form:
-        ROUGE-L of answer and passage < α); ``"pass"`` otherwise; ``"no_passage"`` or
-        ``"unsolved_kept"`` when there is nothing to do.
+        ROUGE-L of answer and passage < α); ``"pass"`` otherwise (with ``"unverifiable":
+        True`` for a yes/no answer left unchecked, see the module docstring); ``"no_passage"``
+        or ``"unsolved_kept"`` when there is nothing to do.
     """
     doc, g, f = result["document"], result["answer"] or "", result["confidence"]
     if doc is None:
@@ -64,6 +82,8 @@ def ir_verdict(node: ChainNode, result: dict[str, Any], knobs: dict[str, Any]) -
         return {"action": "completion" if knobs["completion"] else "unsolved_kept"}
     if not knobs["verification"] or f is None or not f > knobs["confidence_threshold"] or not g:
         return {"action": "pass"}
+    if not knobs.get("verify_yes_no", True) and knobs["task"] != "longform" and is_yes_no(node["answer"]):
+        return {"action": "pass", "unverifiable": True}
     if knobs["task"] == "longform":
         score = rouge_l(node["answer"] or "", doc["page_content"])
         consistent = score >= knobs["rouge_threshold"]
@@ -91,8 +111,9 @@ def check_record(node: ChainNode, result: IRResult, verdict: dict[str, Any]) -> 
         "reader_answer": result["answer"],
         "confidence": result["confidence"],
     }
-    if "rouge_l" in verdict:
-        record["rouge_l"] = verdict["rouge_l"]
+    for key in ("rouge_l", "unverifiable"):
+        if key in verdict:
+            record[key] = verdict[key]
     return record
 
 

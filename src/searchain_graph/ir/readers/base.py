@@ -144,6 +144,11 @@ class Reader(Protocol):
     (the text alone when there is no title, :meth:`Passage.joined`), as before;
     :func:`read_pairs` warns (``DeprecationWarning``, once per class) that it should move to
     :class:`Passage`.
+
+    A reader whose *g* can be "yes" or "no" may say so with the class attribute
+    ``answers_yes_no = True`` (the default for readers that do not say); the shipped readers
+    extract words of the passage and set it False, so that SearChain does not verify yes/no
+    answers with them (:mod:`searchain_graph.method.verdict`).
     """
 
     def read(self, query: str, passage: Any) -> ReaderOutput:

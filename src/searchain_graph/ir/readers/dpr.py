@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from searchain_graph.ir.readers.base import Passage
+from searchain_graph.ir.readers.base import MIN_CONFIDENCE, Passage
 from searchain_graph.ir.readers.extractive import _SpanReader
 from searchain_graph.ir.readers.spans import _cut_to_tokens, _encode_windows, _Window
 from searchain_graph.llms.hub import from_pretrained
@@ -29,10 +29,14 @@ from searchain_graph.llms.hub import from_pretrained
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DEFAULT_DPR_READER", "DPRReader"]
+__all__ = ["CONFIDENCES", "DEFAULT_DPR_READER", "DPRReader"]
 
 DEFAULT_DPR_READER = "facebook/dpr-reader-multiset-base"
 """The paper's reader checkpoint."""
+
+Confidence = Literal["relevance", "joint"]
+CONFIDENCES: tuple[Confidence, ...] = ("relevance", "joint")
+"""What *f* is: the relevance logit (the paper's), or that plus the span's log-probability."""
 
 
 class DPRReader(_SpanReader):
@@ -54,6 +58,11 @@ class DPRReader(_SpanReader):
             (:func:`~searchain_graph.ir.readers.spans.plan_batches`); ``None``: no limit on a
             CUDA device, 0.2 elsewhere (on a CPU, padding costs as much as real tokens).
             ``float("inf")``: no limit.
+        confidence: What *f* is. ``"relevance"`` (the paper's): the window's relevance logit,
+            how likely the passage is to answer. ``"joint"``: that logit plus the log-probability
+            of the extracted span under the span head (``log softmax(start)[s] +
+            log softmax(end)[e]`` over the passage's tokens), so that *f* is also low when the
+            reader is unsure *which* words answer. A θ belongs to one of them: calibrate each.
 
     Attributes:
         default_threshold: θ for this reader's *f*, 1.5 (the paper's value for DPR's
@@ -81,7 +90,11 @@ class DPRReader(_SpanReader):
         max_query_tokens: int = 64,
         batch_size: int = 32,
         max_padding: float | None = None,
+        confidence: Confidence = "relevance",
     ) -> None:
+        if confidence not in CONFIDENCES:
+            raise ValueError(f"confidence must be one of {', '.join(CONFIDENCES)}, got {confidence!r}")
+        self.confidence: Confidence = confidence
         super().__init__(
             model,
             device=device,
@@ -92,6 +105,11 @@ class DPRReader(_SpanReader):
             batch_size=batch_size,
             max_padding=max_padding,
         )
+
+    @property
+    def calibration_key(self) -> str:
+        """Names the model and what *f* is: ``"dpr:<model>"``, ``"dpr:<model>:joint"``."""
+        return f"{self._calibration_kind}:{self.model_name}" + (":joint" if self.confidence == "joint" else "")
 
     @staticmethod
     def _reserved_tokens(max_query_tokens: int) -> int:
@@ -150,6 +168,17 @@ class DPRReader(_SpanReader):
         starts: torch.Tensor,
         ends: torch.Tensor,
     ) -> list[float]:
-        """*f* = the window's relevance logit."""
+        """*f* = the window's relevance logit (``"joint"``: plus the best span's log-probability)."""
         assert relevance is not None
-        return [float(r) for r in relevance.tolist()]
+        if self.confidence == "relevance":
+            return [float(r) for r in relevance.tolist()]
+        import torch
+
+        rows = torch.arange(len(windows))
+        log_start = torch.log_softmax(start_logits.double().masked_fill(~allowed, float("-inf")), dim=-1)
+        log_end = torch.log_softmax(end_logits.double().masked_fill(~allowed, float("-inf")), dim=-1)
+        span = log_start[rows, starts.clamp(min=0)] + log_end[rows, ends.clamp(min=0)]
+        return [
+            float(r) + lp if s >= 0 else MIN_CONFIDENCE
+            for r, lp, s in zip(relevance.tolist(), span.tolist(), starts.tolist(), strict=True)
+        ]

@@ -76,6 +76,7 @@ class _SpanReader:
 
     default_threshold: ClassVar[float] = 1.5
     reads_passages: ClassVar[bool] = True
+    answers_yes_no: ClassVar[bool] = False  # g is a span: yes/no answers are not verified
     _what: ClassVar[str] = "reader"
     _calibration_kind: ClassVar[str] = "span"
 

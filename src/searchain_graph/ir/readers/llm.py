@@ -148,6 +148,9 @@ class LLMReader:
     reads_passages: ClassVar[bool] = True
     """Takes :class:`~searchain_graph.ir.readers.base.Passage` (text and title apart)."""
 
+    answers_yes_no: ClassVar[bool] = False
+    """*g* is words of the passage, never a yes or no: yes/no answers are not verified."""
+
     @property
     def calibration_key(self) -> str:
         """Names this reader and its chat model for a saved θ: ``"llm:<model name>"``."""
