@@ -205,3 +205,38 @@ class RecordingLangSmithClient(Client):
 def langsmith_tracer() -> tuple[LangChainTracer, RecordingLangSmithClient]:
     client = RecordingLangSmithClient()
     return LangChainTracer(client=client, project_name="searchain-tests"), client
+
+
+CHAIN_UNSOLVED = """[Query 1]: Where was Kevin Drew born?
+[Answer 1]: Toronto.
+[Unsolved Query]: Where do greyhound buses in Toronto leave from?
+[Final Content]: Kevin Drew was born in Toronto [1]."""
+
+TREE_READS = {
+    "performer": ReaderOutput("Kevin Drew", 4.0),
+    "born": ReaderOutput("Toronto", 3.0),
+    "greyhound": ReaderOutput("Toronto Coach Terminal", 2.5),
+}
+"""What :class:`ScriptedReader` reads for :func:`tree_llm`'s chains."""
+
+
+def tree_llm() -> RuleChatModel:
+    """An LLM whose run grows a tree of three branches: a correction, then a completion.
+
+    Round 1 writes :data:`CHAIN_WRONG` (IR corrects node 2, Montreal → Toronto); round 2 restarts
+    from the corrected node and leaves the last hop unsolved (IR completes it); round 3 writes
+    :data:`CHAIN_FIXED`, whose queries are all duplicates. Tracing cites the path.
+    """
+
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        traced = tracing_reply(messages)
+        if traced is not None:
+            return traced
+        last = last_user(messages)
+        if "should be Toronto Coach Terminal" in last:
+            return CHAIN_FIXED
+        if "should be Toronto" in last:
+            return CHAIN_UNSOLVED
+        return CHAIN_WRONG
+
+    return RuleChatModel(respond=respond)

@@ -5,6 +5,7 @@ The layers, lowest first (``docs/architecture.md`` argues the cut):
 * ``llms``: local models and how they are found;
 * ``ir``: corpora, indexes, retrievers, readers;
 * ``method``: SearChain itself (state, prompts, parsing, verdict, nodes, graph);
+* ``viz``: drawing a run's Tree-of-Reasoning (HTML, Markdown);
 * ``evaluation``: datasets, metrics, baselines, the harness, the report;
 * ``cli``: the ``searchain`` command.
 
@@ -23,7 +24,7 @@ import pytest
 
 import searchain_graph
 
-LAYERS = ("llms", "ir", "method", "evaluation", "cli")
+LAYERS = ("llms", "ir", "method", "viz", "evaluation", "cli")
 MAX_LINES = 420
 """About 400: a module a reader can hold."""
 PUBLIC_API = {

@@ -40,6 +40,18 @@ def test_ask_prints_answer_steps_and_passages(tiny_llm_dir: Path, capsys: pytest
     assert captured.err.strip() == "" or captured.err.startswith("note:")
 
 
+def test_ask_writes_the_tree_as_a_page(tiny_llm_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page, notes = tmp_path / "out" / "tree.html", tmp_path / "tree.md"
+    for target in (page, notes):
+        args = ["ask", QUESTION, "--corpus", DEMO, "--model", str(tiny_llm_dir), "--max-new-tokens", "8", "--html"]
+        assert main([*args, str(target)]) == 0
+    assert f"tree written to {page}" in capsys.readouterr().err
+    html = page.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and 'data-round="1"' in html and QUESTION.replace("'", "&#x27;") in html
+    assert notes.read_text(encoding="utf-8").startswith(f"### {QUESTION}")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["out", "tree.html", "tree.md"]  # nothing left aside
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

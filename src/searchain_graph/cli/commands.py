@@ -247,6 +247,10 @@ def run_ask(args: argparse.Namespace) -> int:
     result = {
         k: out[k] for k in ("question", "answer", "final_content", "references", "rounds", "tree", "usage", "warnings")
     }
+    if args.html:
+        from searchain_graph.viz import write_tree
+
+        say(f"tree written to {write_tree(result, args.html)}")
     if args.json:
         print(json.dumps({**result, "seconds": round(seconds, 3)}, indent=2, ensure_ascii=False))
     else:

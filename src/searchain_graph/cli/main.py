@@ -143,6 +143,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per call, local models")
     ask.add_argument("--json", action="store_true", help="print the whole output as JSON")
+    ask.add_argument(
+        "--html",
+        metavar="FILE",
+        default=None,
+        help="also write the Tree-of-Reasoning as a self-contained page (Markdown for a .md file)",
+    )
     ask.add_argument("--quiet", action="store_true", help="no progress on stderr")
     ev = sub.add_parser(
         "eval",

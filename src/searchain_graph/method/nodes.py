@@ -210,7 +210,7 @@ class SearChainNodes:
             )
             action = verdict["action"]
             processed.append(node["query"])
-            checks.append(check_record(node, result, verdict))
+            checks.append(check_record(node, result, verdict, float(ctx.confidence_threshold or 0.0)))
             if action == "no_passage":
                 warnings.append(f"round {rnd}: no passage retrieved for {node['query'][:80]!r}")
                 if node["unsolved"]:

@@ -102,8 +102,18 @@ def rouge_l(prediction: str, reference: str) -> float:
     return float(_rouge_scorer().score(reference, prediction)["rougeL"].fmeasure)
 
 
-def check_record(node: ChainNode, result: IRResult, verdict: dict[str, Any]) -> dict[str, object]:
-    """The record of one verdict kept on its branch of the tree (``Branch.checks``)."""
+SNIPPET_CHARS = 300
+"""How much of a passage a check record keeps (the whole passage is on the path, ``references``)."""
+
+
+def check_record(
+    node: ChainNode, result: IRResult, verdict: dict[str, Any], threshold: float | None = None
+) -> dict[str, object]:
+    """The record of one verdict kept on its branch of the tree (``Branch.checks``).
+
+    Besides the verdict, *g* and *f*, it keeps θ and the passage read (title, id and the first
+    ``SNIPPET_CHARS`` characters), so that the tree can be drawn without the IR cache.
+    """
     record: dict[str, object] = {
         "node": node["index"],
         "query": node["query"],
@@ -111,6 +121,17 @@ def check_record(node: ChainNode, result: IRResult, verdict: dict[str, Any]) -> 
         "reader_answer": result["answer"],
         "confidence": result["confidence"],
     }
+    if threshold is not None:
+        record["threshold"] = threshold
+    doc = result.get("document")
+    if doc is not None:
+        meta = doc.get("metadata") or {}
+        text = str(doc.get("page_content") or "")
+        record["passage"] = {
+            "title": str(meta.get("title") or ""),
+            "id": str(meta.get("id") or ""),
+            "snippet": text[:SNIPPET_CHARS] + ("…" if len(text) > SNIPPET_CHARS else ""),
+        }
     for key in ("rouge_l", "unverifiable"):
         if key in verdict:
             record[key] = verdict[key]

@@ -1,0 +1,176 @@
+"""The Tree-of-Reasoning of a SearChain run as plain data, ready to draw (the paper's Figure 1).
+
+:func:`tree_view` reads a run's output (or the partial state of a run still going: any key may
+be missing) and returns, per round, the branch the LLM wrote with each node's verdict from IR;
+the feedback edges (the node IR corrected or completed, and the branch it started); the path *R*
+with its passages; and the final content split into text and ``[n]`` citations. The HTML and
+Markdown renderers (:mod:`.html`, :mod:`.markdown`) only format this.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from searchain_graph.method.parsing import normalize_answer
+
+__all__ = ["VERDICTS", "citation_segments", "tree_view"]
+
+VERDICTS: dict[str, str] = {
+    "pass": "pass",
+    "correction": "corrected",
+    "completion": "completed",
+    "no_passage": "no passage",
+    "unsolved_kept": "unsolved",
+    "duplicate": "duplicate",
+    "not_reached": "not reached",
+    "pending": "pending",
+}
+"""Each verdict a node can show, by its key: IR's actions, and ``duplicate`` (already checked in
+an earlier round, Algorithm 1's *M*), ``not_reached`` (IR stopped at an earlier node of the round)
+and ``pending`` (the run has not checked this round yet)."""
+
+_CITATION = re.compile(r"\[(\d+)\]")
+
+
+def citation_segments(text: str, n_references: int) -> list[str | int]:
+    """``text`` cut into plain strings and the citation numbers that point at a reference.
+
+    A ``[n]`` outside ``1..n_references`` stays text.
+    """
+    out: list[str | int] = []
+    last = 0
+    for match in _CITATION.finditer(text):
+        number = int(match.group(1))
+        if not 1 <= number <= n_references:
+            continue
+        if match.start() > last:
+            out.append(text[last : match.start()])
+        out.append(number)
+        last = match.end()
+    if last < len(text):
+        out.append(text[last:])
+    return out
+
+
+def _passage(source: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """Title, id and text of a check record's passage or a reference's document."""
+    if not source:
+        return None
+    if "page_content" in source:  # a reference's document dict
+        meta = source.get("metadata") or {}
+        return {
+            "title": str(meta.get("title") or ""),
+            "id": str(meta.get("id") or ""),
+            "snippet": str(source.get("page_content") or ""),
+        }
+    return {key: str(source.get(key) or "") for key in ("title", "id", "snippet")}
+
+
+def _node_view(node: Mapping[str, Any], check: Mapping[str, Any] | None, verdict: str) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "index": int(node.get("index") or 0),
+        "query": str(node.get("query") or ""),
+        "answer": node.get("answer"),
+        "unsolved": bool(node.get("unsolved")),
+        "verdict": verdict,
+        "label": VERDICTS[verdict],
+        "g": None,
+        "f": None,
+        "threshold": None,
+        "passage": None,
+        "unverifiable": False,
+        "rouge_l": None,
+        "started_round": None,
+    }
+    if check is not None:
+        view.update(
+            g=check.get("reader_answer"),
+            f=check.get("confidence"),
+            threshold=check.get("threshold"),
+            passage=_passage(check.get("passage")),
+            unverifiable=bool(check.get("unverifiable")),
+            rouge_l=check.get("rouge_l"),
+        )
+    return view
+
+
+def tree_view(output: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's tree as plain data: see the module docstring.
+
+    Args:
+        output: A SearChain graph's output, or its state part way through a run (from
+            ``stream_mode="values"``, or updates merged by the caller).
+
+    Returns:
+        ``{"question", "answer", "final_content", "done", "rounds", "warnings", "branches",
+        "references", "final_segments"}``; each branch is ``{"round", "depth", "parent", "nodes",
+        "final_content"}`` (``depth``: how many feedback edges lead to it from the root) and
+        each node carries ``verdict`` (a key of :data:`VERDICTS`), ``label``, *g*, *f*, θ, the
+        passage read and ``started_round`` (the round its feedback started, if any).
+    """
+    done = bool(output.get("final_content") or output.get("answer"))
+    branches_in: Sequence[Mapping[str, Any]] = output.get("tree") or []
+    started = {}
+    for branch in branches_in:
+        parent = branch.get("parent")
+        if parent:
+            started[(parent.get("round"), parent.get("node"))] = branch.get("round")
+    checked_before: set[str] = set()
+    depth: dict[int, int] = {}
+    branches = []
+    for branch in sorted(branches_in, key=lambda b: int(b.get("round") or 0)):
+        checks = {int(c.get("node") or 0): c for c in branch.get("checks") or []}
+        has_checks = "checks" in branch and bool(branch.get("checks"))
+        nodes = []
+        for node in branch.get("nodes") or []:
+            check = checks.get(int(node.get("index") or 0))
+            if check is not None:
+                verdict = str(check.get("action") or "pass")
+                verdict = verdict if verdict in VERDICTS else "pass"
+            elif normalize_answer(str(node.get("query") or "")) in checked_before:
+                verdict = "duplicate"
+            elif has_checks or done:
+                verdict = "not_reached"
+            else:
+                verdict = "pending"
+            view = _node_view(node, check, verdict)
+            view["started_round"] = started.get((branch.get("round"), view["index"]))
+            nodes.append(view)
+        checked_before |= {normalize_answer(str(c.get("query") or "")) for c in checks.values()}
+        rnd, parent = int(branch.get("round") or 0), branch.get("parent")
+        depth[rnd] = depth.get(int(parent.get("round") or 0), 0) + 1 if parent else 0
+        branches.append(
+            {
+                "round": rnd,
+                "depth": depth[rnd],
+                "parent": dict(branch["parent"]) if branch.get("parent") else None,
+                "nodes": nodes,
+                "final_content": branch.get("final_content"),
+            }
+        )
+    references = [
+        {
+            "index": int(ref.get("index") or i + 1),
+            "query": str(ref.get("query") or ""),
+            "answer": str(ref.get("answer") or ""),
+            "source": str(ref.get("source") or "llm"),
+            "round": ref.get("round"),
+            "confidence": ref.get("confidence"),
+            "passage": _passage(ref.get("document")),
+        }
+        for i, ref in enumerate(output.get("references") or [])
+    ]
+    final_content = str(output.get("final_content") or "")
+    return {
+        "question": str(output.get("question") or ""),
+        "answer": str(output.get("answer") or ""),
+        "final_content": final_content,
+        "done": done,
+        "rounds": int(output.get("rounds") or len(branches)),
+        "warnings": [str(w) for w in output.get("warnings") or []],
+        "branches": branches,
+        "references": references,
+        "final_segments": citation_segments(final_content, len(references)),
+    }
