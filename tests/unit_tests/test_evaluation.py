@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,30 @@ def test_records_resume_and_report(tmp_path: Path) -> None:
     assert "## Table 1" in report and "| searchain | 50.0" in report and "*56.91*" in report
     assert "## Table 2" in report and "corrected by IR" in report
     assert "## Table 5" in report and "SKC" in report
+
+
+def test_the_report_links_each_questions_tree(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    run_evaluation(
+        [example("q1"), example("q/2", answers=("Montreal",))],
+        ["searchain", "cot"],
+        llm=chain_llm(),
+        retriever=retriever(),
+        reader=ScriptedReader(CONFIDENT),
+        out_path=out,
+    )
+    records = read_records(out)
+    assert all(("tree" in r) == (r["method"] == "searchain") for r in records)  # CoT has no tree
+    paths = write_report(records, tmp_path / "rep")
+    report = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    assert "## Each question's Tree-of-Reasoning" in report
+    links = re.findall(r"\[tree\]\(([^)]+)\)", report)
+    assert sorted(links) == ["trees/hotpotqa/searchain/q1.md", "trees/hotpotqa/searchain/q_2.md"]
+    for link in links:
+        page = (tmp_path / "rep" / link).read_text(encoding="utf-8")
+        assert tmp_path / "rep" / link in paths
+        assert page.startswith(f"### {QUESTION}")
+        assert "**Round 2** · from round 1, node 2 (correction)" in page and "[[1]](#ref-1)" in page
 
 
 def test_errors_are_recorded_and_retried(tmp_path: Path) -> None:

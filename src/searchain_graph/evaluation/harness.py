@@ -37,6 +37,7 @@ from searchain_graph.evaluation.methods import METHODS, GraphFactory, parse_meth
 from searchain_graph.evaluation.metrics import score
 from searchain_graph.ir.readers.base import Reader
 from searchain_graph.method.parsing import citations, parse_chain
+from searchain_graph.viz.tree import compact_run
 
 __all__ = [  # METHODS, GraphFactory and parse_methods live in evaluation.methods; re-exported here
     "METHODS",
@@ -92,6 +93,8 @@ def make_record(
     if references:
         record["sources"] = [r.get("source") for r in references]
         record["cited"] = len(set(citations(record["final_content"])))
+    if out.get("tree"):  # SearChain's Tree-of-Reasoning, for the report's per-question pages
+        record["tree"] = compact_run(out)
     return record
 
 

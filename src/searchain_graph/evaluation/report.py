@@ -23,6 +23,7 @@ Records with an error are counted as wrong answers and listed, never dropped.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -67,6 +68,46 @@ PAPER_TABLE5 = {"searchain": (390, 189, 2.21, 8.52), "self_ask": (401, 63, 2.19,
 """Table 5: words in, words out, rounds, seconds per question."""
 
 PAPER_SKC = 2.882
+
+
+def tree_link(record: dict[str, Any]) -> str | None:
+    """Where the report keeps a record's Tree-of-Reasoning page (relative), if it has one."""
+    if not record.get("tree"):
+        return None
+    qid = re.sub(r"[^A-Za-z0-9._-]+", "_", str(record["qid"]))[:80]
+    return f"trees/{record['dataset']}/{record['method']}/{qid}.md"
+
+
+def tree_output(record: dict[str, Any]) -> dict[str, Any]:
+    """A record's tree in the shape :func:`searchain_graph.viz.render_tree` reads."""
+    return {
+        **record["tree"],
+        "question": record["question"],
+        "answer": record.get("prediction") or "",
+        "final_content": record.get("final_content") or "",
+        "rounds": record.get("rounds") or 0,
+    }
+
+
+def _tree_section(records: Sequence[dict[str, Any]], limit: int = 500) -> list[str]:
+    rows = [r for r in records if tree_link(r)]
+    if not rows:
+        return []
+    lines = ["", "## Each question's Tree-of-Reasoning", ""]
+    lines += ["Why a question went right or wrong: every round's chain, IR's verdict on each node, the passages.", ""]
+    lines += ["| dataset | method | question | gold | prediction | cover-EM | tree |", "|---|---|---|---|---|---:|---|"]
+    for r in rows[:limit]:
+        question = " ".join(str(r["question"]).split())[:90].replace("|", "\\|")
+        prediction = " ".join(str(r.get("prediction") or "").split())[:60].replace("|", "\\|")
+        gold = " / ".join(str(a) for a in r.get("answers") or [])[:60].replace("|", "\\|")
+        cover = r.get("metrics", {}).get("cover_em")
+        lines.append(
+            f"| {r['dataset']} | {r['method']} | {question} | {gold} | {prediction} | "
+            f"{_fmt(100 * cover if cover is not None else None, 0)} | [tree]({tree_link(r)}) |"
+        )
+    if len(rows) > limit:
+        lines.append(f"\n({len(rows) - limit} more in `trees/`.)")
+    return lines
 
 
 def _correct(record: dict[str, Any]) -> bool:
@@ -227,6 +268,7 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
             "",
             f"**SKC** (knowledge items cited per SearChain answer): {statistics.fmean(skc):.2f} (paper: {PAPER_SKC}).",
         ]
+    lines += _tree_section(searchain_trees(records))
     errors = [r for r in records if r.get("error")]
     if errors:
         lines += ["", f"## Errors ({len(errors)}; counted as wrong)", ""]
@@ -283,12 +325,21 @@ def write_plots(records: Sequence[dict[str, Any]], directory: str | Path) -> lis
     return paths
 
 
+def searchain_trees(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The latest records that carry a tree, SearChain's first."""
+    rows = [r for r in latest_records(records) if r.get("tree")]
+    return sorted(rows, key=lambda r: (r["dataset"], r["method"] != "searchain", r["method"], str(r["qid"])))
+
+
 def write_report(
     records: Sequence[dict[str, Any]], directory: str | Path, *, title: str = "SearChain evaluation"
 ) -> list[Path]:
-    """Write ``report.md`` and the plots to ``directory``; returns the paths written."""
+    """Write ``report.md``, the plots and each question's tree page to ``directory``; returns the paths."""
+    from searchain_graph.viz import write_tree
+
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "report.md"
     path.write_text(render_report(records, title=title), encoding="utf-8")
-    return [path, *write_plots(records, directory)]
+    trees = [write_tree(tree_output(r), directory / str(tree_link(r))) for r in searchain_trees(records)]
+    return [path, *write_plots(records, directory), *trees]

@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 from searchain_graph.viz.html import html_fragment, html_page
 from searchain_graph.viz.markdown import markdown
-from searchain_graph.viz.tree import VERDICTS, tree_view
+from searchain_graph.viz.tree import VERDICTS, compact_run, tree_view
 
-__all__ = ["VERDICTS", "render_tree", "tree_view", "write_tree"]
+__all__ = ["VERDICTS", "compact_run", "render_tree", "tree_view", "write_tree"]
 
 Format = Literal["html", "markdown", "fragment"]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from searchain_graph.method.parsing import normalize_answer
 
-__all__ = ["VERDICTS", "citation_segments", "tree_view"]
+__all__ = ["VERDICTS", "citation_segments", "compact_run", "tree_view"]
 
 VERDICTS: dict[str, str] = {
     "pass": "pass",
@@ -174,3 +174,25 @@ def tree_view(output: Mapping[str, Any]) -> dict[str, Any]:
         "references": references,
         "final_segments": citation_segments(final_content, len(references)),
     }
+
+
+def compact_run(output: Mapping[str, Any], *, snippet_chars: int = 300) -> dict[str, Any]:
+    """What :func:`tree_view` needs of a run, small enough to keep in every evaluation record.
+
+    The tree's branches and the path *R*, each reference's passage cut to ``snippet_chars``;
+    plain data (JSON- and msgpack-serialisable).
+    """
+    references = []
+    for ref in output.get("references") or []:
+        doc = ref.get("document")
+        slim = dict(ref)
+        if doc:
+            text = str(doc.get("page_content") or "")
+            meta = doc.get("metadata") or {}
+            slim["document"] = {
+                "page_content": text[:snippet_chars] + ("…" if len(text) > snippet_chars else ""),
+                "metadata": {"title": str(meta.get("title") or ""), "id": str(meta.get("id") or "")},
+            }
+        references.append(slim)
+    tree = [{k: v for k, v in branch.items() if k != "raw"} for branch in output.get("tree") or []]
+    return {"tree": tree, "references": references, "warnings": list(output.get("warnings") or [])}
