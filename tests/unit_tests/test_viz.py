@@ -162,6 +162,19 @@ def test_five_rounds_and_a_warning_show(run: dict[str, Any]) -> None:
     assert dom.find("div", id="warnings") and "max_rounds=5" in "".join(dom.text)
 
 
+def test_a_query_asked_twice_in_one_chain_is_a_duplicate() -> None:
+    node = {"query": "Who is the performer of Spirit If...?", "answer": "Kevin Drew", "unsolved": False}
+    check = {"node": 1, "query": node["query"], "action": "pass", "reader_answer": "x", "confidence": -3.0}
+    output = {
+        "question": "Q?",
+        "answer": "Kevin Drew",
+        "tree": [
+            {"round": 1, "parent": None, "nodes": [{**node, "index": 1}, {**node, "index": 2}], "checks": [check]}
+        ],
+    }
+    assert verdicts(tree_view(output)) == [["pass", "duplicate"]]
+
+
 def test_an_empty_run_and_a_partial_one_render() -> None:
     assert "0 branch(es)" in render_tree({"question": "Q?"})
     assert render_tree({}, "markdown").startswith("### ")

@@ -126,10 +126,12 @@ def tree_view(output: Mapping[str, Any]) -> dict[str, Any]:
         nodes = []
         for node in branch.get("nodes") or []:
             check = checks.get(int(node.get("index") or 0))
+            query = normalize_answer(str(node.get("query") or ""))
             if check is not None:
                 verdict = str(check.get("action") or "pass")
                 verdict = verdict if verdict in VERDICTS else "pass"
-            elif normalize_answer(str(node.get("query") or "")) in checked_before:
+                checked_before.add(query)  # a later node asking it again is a duplicate
+            elif query in checked_before:
                 verdict = "duplicate"
             elif has_checks or done:
                 verdict = "not_reached"
