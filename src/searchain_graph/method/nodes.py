@@ -188,10 +188,11 @@ class SearChainNodes:
         """Judge the nodes in order; each joins *M* and *R*; the first correction or completion stops."""
         rnd = int(state.get("rounds") or 1)
         results = {**(state.get("ir_cache") or {}), **found}
+        theta = float(ctx.confidence_threshold or 0.0)
         knobs = {
             "completion": bool(ctx.completion),
             "verification": bool(ctx.verification),
-            "confidence_threshold": float(ctx.confidence_threshold or 0.0),
+            "confidence_threshold": theta,
             "rouge_threshold": float(ctx.rouge_threshold or 0.0),
             "task": ctx.task,
             "verify_yes_no": bool(ctx.verify_yes_no),
@@ -210,7 +211,7 @@ class SearChainNodes:
             )
             action = verdict["action"]
             processed.append(node["query"])
-            checks.append(check_record(node, result, verdict, float(ctx.confidence_threshold or 0.0)))
+            checks.append(check_record(node, result, verdict, theta))
             if action == "no_passage":
                 warnings.append(f"round {rnd}: no passage retrieved for {node['query'][:80]!r}")
                 if node["unsolved"]:
