@@ -106,6 +106,17 @@ SNIPPET_CHARS = 300
 """How much of a passage a check record keeps (the whole passage is on the path, ``references``)."""
 
 
+def passage_summary(doc: dict[str, Any], chars: int = SNIPPET_CHARS) -> dict[str, str]:
+    """A retrieved document (dict form) as ``{"title", "id", "snippet"}``, its text cut to ``chars``."""
+    meta = doc.get("metadata") or {}
+    text = str(doc.get("page_content") or "")
+    return {
+        "title": str(meta.get("title") or ""),
+        "id": str(meta.get("id") or ""),
+        "snippet": text[:chars] + ("…" if len(text) > chars else ""),
+    }
+
+
 def check_record(
     node: ChainNode, result: IRResult, verdict: dict[str, Any], threshold: float | None = None
 ) -> dict[str, object]:
@@ -125,13 +136,7 @@ def check_record(
         record["threshold"] = threshold
     doc = result.get("document")
     if doc is not None:
-        meta = doc.get("metadata") or {}
-        text = str(doc.get("page_content") or "")
-        record["passage"] = {
-            "title": str(meta.get("title") or ""),
-            "id": str(meta.get("id") or ""),
-            "snippet": text[:SNIPPET_CHARS] + ("…" if len(text) > SNIPPET_CHARS else ""),
-        }
+        record["passage"] = passage_summary(doc)
     for key in ("rouge_l", "unverifiable"):
         if key in verdict:
             record[key] = verdict[key]

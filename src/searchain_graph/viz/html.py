@@ -12,6 +12,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from searchain_graph.viz.tree import fmt_number
+
 __all__ = ["STYLE", "html_fragment", "html_page"]
 
 STYLE = """
@@ -50,10 +52,6 @@ def _e(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
-def _f(value: Any) -> str:
-    return f"{float(value):.2f}" if isinstance(value, (int, float)) else "–"
-
-
 def _passage(passage: dict[str, str] | None, limit: int) -> str:
     if not passage:
         return ""
@@ -76,12 +74,12 @@ def _node(branch_round: int, node: dict[str, Any]) -> str:
         f, theta = node["f"], node["threshold"]
         relation = ""
         if isinstance(f, (int, float)) and isinstance(theta, (int, float)):
-            relation = f" {'&gt;' if f > theta else '≤'} θ = {_f(theta)}"
-        ir = f'<div class="ir">IR: <i>g</i> = <b>{_e(node["g"]) or "∅"}</b>, <i>f</i> = {_f(f)}{relation}'
+            relation = f" {'&gt;' if f > theta else '≤'} θ = {fmt_number(theta)}"
+        ir = f'<div class="ir">IR: <i>g</i> = <b>{_e(node["g"]) or "∅"}</b>, <i>f</i> = {fmt_number(f)}{relation}'
         if node["unverifiable"]:
             ir += " · yes/no answer: not verified by a span reader"
         if node["rouge_l"] is not None:
-            ir += f" · ROUGE-L = {_f(node['rouge_l'])}"
+            ir += f" · ROUGE-L = {fmt_number(node['rouge_l'])}"
         ir += "</div>"
     edge = ""
     if node["started_round"] is not None:

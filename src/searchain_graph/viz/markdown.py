@@ -11,6 +11,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from searchain_graph.viz.tree import fmt_number
+
 __all__ = ["markdown"]
 
 
@@ -21,18 +23,14 @@ def _cell(value: Any, limit: int = 160) -> str:
     return escape(text, quote=False).replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
 
 
-def _f(value: Any) -> str:
-    return f"{float(value):.2f}" if isinstance(value, (int, float)) else "–"
-
-
 def _node_row(node: dict[str, Any]) -> str:
     answer = "*[Unsolved Query]*" if node["unsolved"] else _cell(node["answer"], 80)
     passage = node["passage"]
     read = f"**{_cell(passage['title'], 60)}**: {_cell(passage['snippet'], 120)}" if passage else ""
     f, theta = node["f"], node["threshold"]
-    confidence = _f(f)
+    confidence = fmt_number(f)
     if isinstance(f, (int, float)) and isinstance(theta, (int, float)):
-        confidence += f" {'>' if f > theta else '≤'} θ {_f(theta)}"
+        confidence += f" {'>' if f > theta else '≤'} θ {fmt_number(theta)}"
     verdict = f"**{node['label']}**"
     if node["unverifiable"]:
         verdict += " (yes/no, not verified)"

@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from searchain_graph.method.parsing import normalize_answer
+from searchain_graph.method.verdict import passage_summary
 
-__all__ = ["VERDICTS", "citation_segments", "compact_run", "tree_view"]
+__all__ = ["VERDICTS", "citation_segments", "compact_run", "fmt_number", "tree_view"]
 
 VERDICTS: dict[str, str] = {
     "pass": "pass",
@@ -30,6 +31,12 @@ VERDICTS: dict[str, str] = {
 """Each verdict a node can show, by its key: IR's actions, and ``duplicate`` (already checked in
 an earlier round, Algorithm 1's *M*), ``not_reached`` (IR stopped at an earlier node of the round)
 and ``pending`` (the run has not checked this round yet)."""
+
+
+def fmt_number(value: Any) -> str:
+    """*f*, θ or ROUGE-L as shown in a tree: two decimals, ``–`` when missing."""
+    return f"{float(value):.2f}" if isinstance(value, (int, float)) else "–"
+
 
 _CITATION = re.compile(r"\[(\d+)\]")
 
@@ -189,11 +196,10 @@ def compact_run(output: Mapping[str, Any], *, snippet_chars: int = 300) -> dict[
         doc = ref.get("document")
         slim = dict(ref)
         if doc:
-            text = str(doc.get("page_content") or "")
-            meta = doc.get("metadata") or {}
+            summary = passage_summary(doc, snippet_chars)
             slim["document"] = {
-                "page_content": text[:snippet_chars] + ("…" if len(text) > snippet_chars else ""),
-                "metadata": {"title": str(meta.get("title") or ""), "id": str(meta.get("id") or "")},
+                "page_content": summary["snippet"],
+                "metadata": {"title": summary["title"], "id": summary["id"]},
             }
         references.append(slim)
     tree = [{k: v for k, v in branch.items() if k != "raw"} for branch in output.get("tree") or []]
