@@ -6,6 +6,7 @@ The real counterparts (TransformersChatModel/SmolLM2, BM25Retriever, LLMReader) 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -235,6 +236,34 @@ def tree_llm() -> RuleChatModel:
         last = last_user(messages)
         if "should be Toronto Coach Terminal" in last:
             return CHAIN_FIXED
+        if "should be Toronto" in last:
+            return CHAIN_UNSOLVED
+        return CHAIN_WRONG
+
+    return RuleChatModel(respond=respond)
+
+
+_SHOULD_BE = re.compile(r"the answer for .+? should be (.+?), you can give your answer")
+
+
+def serve_llm() -> RuleChatModel:
+    """A rule-based LLM for the real stack (BM25 over the demo corpus, the bundled reader).
+
+    Round 1 writes :data:`CHAIN_WRONG`: the bundled reader corrects node 2 (Montreal → Toronto,
+    f ≈ 2.96 > θ 2.27). Round 2 restarts from Toronto and leaves the last hop unsolved: IR
+    completes it with whatever the reader finds. Round 3 takes that answer, and all its queries
+    are duplicates. Tracing cites the path. ``searchain serve --model
+    import:tests.fakes:serve_llm`` loads it (with the repository's root on ``PYTHONPATH``).
+    """
+
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        traced = tracing_reply(messages)
+        if traced is not None:
+            return traced
+        last = last_user(messages)
+        completed = _SHOULD_BE.search(last)
+        if completed:
+            return CHAIN_FIXED.replace("Toronto Coach Terminal", completed.group(1).rstrip("."))
         if "should be Toronto" in last:
             return CHAIN_UNSOLVED
         return CHAIN_WRONG

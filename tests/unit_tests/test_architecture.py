@@ -6,6 +6,7 @@ The layers, lowest first (``docs/architecture.md`` argues the cut):
 * ``ir``: corpora, indexes, retrievers, readers;
 * ``method``: SearChain itself (state, prompts, parsing, verdict, nodes, graph);
 * ``viz``: drawing a run's Tree-of-Reasoning (HTML, Markdown);
+* ``serve``: the local web app that draws each run as it goes (Starlette, uvicorn);
 * ``evaluation``: datasets, metrics, baselines, the harness, the report;
 * ``cli``: the ``searchain`` command.
 
@@ -24,7 +25,7 @@ import pytest
 
 import searchain_graph
 
-LAYERS = ("llms", "ir", "method", "viz", "evaluation", "cli")
+LAYERS = ("llms", "ir", "method", "viz", "serve", "evaluation", "cli")
 MAX_LINES = 420
 """About 400: a module a reader can hold."""
 PUBLIC_API = {

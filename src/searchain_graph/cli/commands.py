@@ -27,6 +27,7 @@ import json
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,30 +149,6 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(update: dict[str, Any]) -> str | None:
-    for node, delta in update.items():
-        if not isinstance(delta, dict):
-            continue
-        if node == "coq_generation" and delta.get("chain") is not None:
-            chain = delta["chain"]
-            unsolved = sum(1 for n in chain if n["unsolved"])
-            return f"round {delta['rounds']}: CoQ with {len(chain)} nodes ({unsolved} unsolved)"
-        if node == "ir_check":
-            checks = (delta.get("tree") or [{}])[-1].get("checks", [])
-            parts = [
-                f"node {c['node']} {c['action']}"
-                + (f" (f={c['confidence']:.2f})" if isinstance(c.get("confidence"), float) else "")
-                for c in checks
-            ]
-            return "  IR: " + (", ".join(parts) if parts else "nothing new to check")
-        if node == "feedback" and delta.get("feedback"):
-            fb = delta["feedback"]
-            return f"  feedback: {fb['kind']} of {fb['query']!r} -> {fb['answer']!r}"
-        if node == "tracing":
-            return "tracing: writing the final content"
-    return None
-
-
 def _print_result(out: dict[str, Any], seconds: float) -> None:
     print(f"Question: {out['question']}")
     print(f"Answer:   {out['answer']}\n")
@@ -193,13 +170,57 @@ def _print_result(out: dict[str, Any], seconds: float) -> None:
         print(f"note: {warning}", file=sys.stderr)
 
 
-def run_ask(args: argparse.Namespace) -> int:
-    """``searchain ask``: answer one question with the SearChain graph, streaming its progress."""
+def build_graph(
+    args: argparse.Namespace, say: Callable[[str], None], *, checkpointer: Any = None, max_batch_size: int = 1
+) -> tuple[Any, str]:
+    """The SearChain graph that ``ask`` and ``serve`` build from their options, and a line saying what it runs.
+
+    Args:
+        args: ``--corpus`` or ``--index``, ``--model``, ``--llm-backend``, ``--reader``,
+            ``--threshold``, ``--max-rounds``, ``--max-new-tokens`` and ``--task``.
+        say: Where the progress of loading goes.
+        checkpointer: Passed to :func:`create_searchain_graph`.
+        max_batch_size: Local models: calls decoded together.
+    """
     from searchain_graph.ir.bm25_retriever import BM25Retriever
     from searchain_graph.ir.index import load_index
     from searchain_graph.ir.readers.load import load_reader
     from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
     from searchain_graph.method.graph import create_searchain_graph
+
+    task = normalize_task(args.task)
+    started = time.perf_counter()
+    if args.index:
+        retriever = load_index(args.index, k=1)
+        say(f"opened the index at {args.index} in {time.perf_counter() - started:.1f} s")
+        source = f"index {args.index}"
+    else:
+        retriever = BM25Retriever.from_files(args.corpus, k=1)
+        say(f"indexed {len(retriever)} passages in {time.perf_counter() - started:.1f} s")
+        source = f"BM25 over {len(retriever)} passages"
+    t0 = time.perf_counter()
+    llm = load_chat_model(
+        args.model, max_new_tokens=args.max_new_tokens, max_batch_size=max_batch_size, backend=args.llm_backend
+    )
+    if isinstance(llm, TransformersChatModel):
+        llm.load()
+    name = getattr(llm, "model_name", None) or type(llm).__name__
+    say(f"loaded {name} in {time.perf_counter() - t0:.1f} s")
+    graph = create_searchain_graph(
+        llm,
+        retriever,
+        load_reader(args.reader, llm),
+        max_rounds=args.max_rounds,
+        confidence_threshold=args.threshold,
+        task=task,
+        checkpointer=checkpointer,
+    )
+    return graph, f"LLM {name}; {source}; reader {args.reader}; task {task}; at most {args.max_rounds} rounds"
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    """``searchain ask``: answer one question with the SearChain graph, streaming its progress."""
+    from searchain_graph.viz.progress import progress_line
 
     def say(msg: str) -> None:
         if not args.quiet:
@@ -210,34 +231,14 @@ def run_ask(args: argparse.Namespace) -> int:
 
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-    task = normalize_task(args.task)
-    started = time.perf_counter()
-    if args.index:
-        retriever = load_index(args.index, k=1)
-        say(f"opened the index at {args.index} in {time.perf_counter() - started:.1f} s")
-    else:
-        retriever = BM25Retriever.from_files(args.corpus, k=1)
-        say(f"indexed {len(retriever)} passages in {time.perf_counter() - started:.1f} s")
-    t0 = time.perf_counter()
-    llm = load_chat_model(args.model, max_new_tokens=args.max_new_tokens, backend=args.llm_backend)
-    if isinstance(llm, TransformersChatModel):
-        llm.load()
-    say(f"loaded {getattr(llm, 'model_name', None) or type(llm).__name__} in {time.perf_counter() - t0:.1f} s")
-    graph = create_searchain_graph(
-        llm,
-        retriever,
-        load_reader(args.reader, llm),
-        max_rounds=args.max_rounds,
-        confidence_threshold=args.threshold,
-        task=task,
-    )
+    graph, _ = build_graph(args, say)
     t0 = time.perf_counter()
     out: dict[str, Any] | None = None
     for mode, chunk in graph.stream({"question": args.question}, stream_mode=["updates", "values"]):
         if not isinstance(chunk, dict):
             continue
         if mode == "updates":
-            line = _progress(chunk)
+            line = progress_line(chunk)
             if line:
                 say(line)
         else:

@@ -1,7 +1,8 @@
 """The ``searchain`` command line: the argument parser and the entry point :func:`main`.
 
 ``searchain ask``, ``index``, ``eval`` and ``report`` are implemented in
-:mod:`searchain_graph.cli.commands`, ``calibrate`` in :mod:`searchain_graph.cli.calibrate`;
+:mod:`searchain_graph.cli.commands`, ``calibrate`` in :mod:`searchain_graph.cli.calibrate`,
+``serve`` in :mod:`searchain_graph.cli.serve`;
 ``searchain --version`` prints the installed version.
 ``searchain eval --help`` lists every method and every dataset, generated from the registries
 (:data:`searchain_graph.evaluation.methods.METHODS` and
@@ -22,6 +23,7 @@ from typing import Any
 
 from searchain_graph.cli.calibrate import add_calibrate_parser, run_calibrate
 from searchain_graph.cli.commands import run_ask, run_eval, run_index, run_report
+from searchain_graph.cli.serve import run_serve
 from searchain_graph.ir.readers import DEFAULT_READER
 from searchain_graph.method.context import TASKS
 
@@ -31,6 +33,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "eval": run_eval,
     "report": run_report,
     "calibrate": run_calibrate,
+    "serve": run_serve,
 }
 """Each sub-command and the function that runs it."""
 
@@ -103,13 +106,9 @@ def _add_backend(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="searchain", description="Search-in-the-Chain (SearChain) on LangGraph")
-    parser.add_argument("--version", action="version", version=f"searchain-graph {package_version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    ask = sub.add_parser("ask", help="answer one question against a corpus")
-    ask.add_argument("question", help="the (multi-hop) question")
-    source = ask.add_mutually_exclusive_group(required=True)
+def _add_stack(parser: argparse.ArgumentParser) -> None:
+    """The options of ``ask`` and ``serve``: the corpus or index, the LLM, the reader, the task."""
+    source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--corpus",
         action="append",
@@ -118,16 +117,17 @@ def _build_parser() -> argparse.ArgumentParser:
         "repeat for several files",
     )
     source.add_argument("--index", metavar="DIR", help="an index directory built by `searchain index`")
-    ask.add_argument(
+    parser.add_argument(
         "--model",
         default=None,
-        help="smollm2, openai:<model>, provider:<model>, hf:<org/name>, or a local model path "
+        help="smollm2, openai:<model>, provider:<model>, hf:<org/name>, a local model path, or "
+        "import:<module>:<name> (a chat model of your own) "
         "(default: OpenAI when OPENAI_API_KEY is set, else SmolLM2-135M)",
     )
-    _add_backend(ask)
-    ask.add_argument("--task", default="multihop", help=f"task family: {', '.join(TASKS)}")
-    ask.add_argument("--max-rounds", type=int, default=5, help="most LLM-IR rounds (default 5)")
-    ask.add_argument(
+    _add_backend(parser)
+    parser.add_argument("--task", default="multihop", help=f"task family: {', '.join(TASKS)}")
+    parser.add_argument("--max-rounds", type=int, default=5, help="most LLM-IR rounds (default 5)")
+    parser.add_argument(
         "--reader",
         default=DEFAULT_READER,
         metavar="KIND[:MODEL]",
@@ -135,13 +135,22 @@ def _build_parser() -> argparse.ArgumentParser:
         "chat model reads), dpr[:MODEL] (the paper's DPR reader, default facebook/dpr-reader-multiset-base) "
         "or extractive[:MODEL] (any SQuAD-style QA model); MODEL is a hub name or a local directory",
     )
-    ask.add_argument(
+    parser.add_argument(
         "--threshold",
         type=float,
         default=None,
         help="confidence threshold theta (default: the reader's saved calibration, else its default, 1.5)",
     )
-    ask.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per call, local models")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per call, local models")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="searchain", description="Search-in-the-Chain (SearChain) on LangGraph")
+    parser.add_argument("--version", action="version", version=f"searchain-graph {package_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    ask = sub.add_parser("ask", help="answer one question against a corpus")
+    ask.add_argument("question", help="the (multi-hop) question")
+    _add_stack(ask)
     ask.add_argument("--json", action="store_true", help="print the whole output as JSON")
     ask.add_argument(
         "--html",
@@ -150,6 +159,23 @@ def _build_parser() -> argparse.ArgumentParser:
         help="also write the Tree-of-Reasoning as a self-contained page (Markdown for a .md file)",
     )
     ask.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    web = sub.add_parser(
+        "serve",
+        help="a local web page that answers questions and draws each Tree-of-Reasoning as it grows",
+        description="Serve a page with a question box; each run's tree grows round by round (server-sent "
+        "events). Takes the same model, index and reader options as `searchain ask`; needs the serve extra.",
+    )
+    _add_stack(web)
+    web.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    web.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    web.add_argument(
+        "--batch-size", type=int, default=1, help="local models: decode this many questions' calls together (default 1)"
+    )
+    web.add_argument(
+        "--max-concurrent", type=int, default=None, help="runs at once; the others queue (default: --batch-size)"
+    )
+    web.add_argument("--keep-runs", type=int, default=100, help="finished runs kept in memory (default 100)")
+    web.add_argument("--quiet", action="store_true", help="log warnings only")
     ev = sub.add_parser(
         "eval",
         help="evaluate methods on a QA dataset (resumable JSONL, Markdown report)",

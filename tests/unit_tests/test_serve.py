@@ -1,0 +1,199 @@
+"""The ``searchain serve`` app (Starlette), in process: runs, their event streams, bad input, concurrency."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from starlette.testclient import TestClient
+
+from searchain_graph import create_searchain_graph
+from searchain_graph.llms.chat_model import load_chat_model
+from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.serve import create_app
+from searchain_graph.serve.app import MAX_BODY_BYTES
+from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tracing_reply, tree_llm
+
+
+def make_app(llm: Any = None, **options: Any) -> tuple[Any, Any]:
+    graph = create_searchain_graph(
+        llm or tree_llm(), retriever(), ScriptedReader(TREE_READS), confidence_threshold=1.5, checkpointer=InMemorySaver()
+    )
+    return create_app(graph, about="fakes", **options), graph
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    app, _ = make_app()
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def read_events(client: TestClient, url: str, last_id: int | None = None) -> list[dict[str, Any]]:
+    """Every server-sent event of a run, parsed, until the stream ends."""
+    headers = {"Last-Event-ID": str(last_id)} if last_id is not None else {}
+    events: list[dict[str, Any]] = []
+    current: dict[str, Any] = {}
+    with client.stream("GET", url, headers=headers) as reply:
+        assert reply.status_code == 200
+        assert reply.headers["content-type"].startswith("text/event-stream")
+        for line in reply.iter_lines():
+            if not line:
+                if current:
+                    events.append(current)
+                current = {}
+            elif line.startswith(":"):
+                continue
+            else:
+                field, _, value = line.partition(": ")
+                current[field] = json.loads(value) if field == "data" else value
+    return events
+
+
+def ask(client: TestClient, question: str = QUESTION) -> dict[str, Any]:
+    reply = client.post("/runs", json={"question": question})
+    assert reply.status_code == 202, reply.text
+    body: dict[str, Any] = reply.json()
+    return body
+
+
+def test_the_page_is_self_contained(client: TestClient) -> None:
+    page = client.get("/").text
+    assert '<form id="ask">' in page and '<input id="question"' in page and "new EventSource(" in page
+    assert "http://" not in page and "https://" not in page and " src=" not in page
+    assert client.get("/healthz").json() == {"ok": True, "title": "SearChain", "about": "fakes"}
+
+
+def test_a_run_streams_each_step_then_its_answer(client: TestClient) -> None:
+    run = ask(client)
+    events = read_events(client, run["events"])
+    assert [e["id"] for e in events] == [str(i) for i in range(len(events))]
+    assert {e["event"] for e in events[:-1]} == {"update"} and events[-1]["event"] == "done"
+    progress = [e["data"].get("progress") for e in events]
+    assert progress[:2] == ["queued", "started"]
+    assert any(p and p.startswith("  feedback: correction") for p in progress)
+    assert any(p and p.startswith("  feedback: completion") for p in progress)
+    # The tree grows: a branch per round, drawn as the run goes, done at the end.
+    rounds = [e["data"]["html"].count('<section class="branch') for e in events if "html" in e["data"]]
+    assert rounds == sorted(rounds) and rounds[-1] == 3
+    assert 'data-done="true"' in events[-1]["data"]["html"]
+    assert events[-1]["data"]["answer"] == "Toronto Coach Terminal"
+    summary = client.get(f"/runs/{run['run_id']}").json()
+    assert summary["status"] == "done" and summary["output"]["answer"] == "Toronto Coach Terminal"
+    assert summary["thread_id"] == run["thread_id"] and summary["events"] == len(events)
+    assert len(summary["output"]["tree"]) == 3
+    page = client.get(f"/runs/{run['run_id']}/tree").text
+    assert page.startswith("<!DOCTYPE html>") and 'data-verdict="correction"' in page
+    markdown = client.get(f"/runs/{run['run_id']}/tree?format=markdown")
+    assert markdown.headers["content-type"].startswith("text/markdown") and "**completed** → round 3" in markdown.text
+
+
+def test_last_event_id_resumes_after_it(client: TestClient) -> None:
+    run = ask(client)
+    everything = read_events(client, run["events"])
+    resumed = read_events(client, run["events"], last_id=3)
+    assert resumed == everything[4:]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ({"question": "   "}, 400, "question is empty"),
+        ({"question": "x" * 2001}, 400, "the limit is 2000"),
+        ({"question": 42}, 400, "question must be a string"),
+        ({"query": "Where?"}, 400, '{"question": "..."}'),
+        (["Where?"], 400, '{"question": "..."}'),
+        ("not json", 400, "not JSON"),
+        ({"question": "x" * (MAX_BODY_BYTES + 1)}, 413, "the limit is"),
+    ],
+)
+def test_bad_input_is_refused_with_what_is_wrong(client: TestClient, body: Any, status: int, message: str) -> None:
+    if isinstance(body, str):
+        reply = client.post("/runs", content=body.encode())
+    else:
+        reply = client.post("/runs", json=body)
+    assert reply.status_code == status
+    assert message in reply.json()["error"]
+    assert client.app.state.runs._runs == {}  # type: ignore[attr-defined]
+
+
+def test_an_unknown_run_is_a_404(client: TestClient) -> None:
+    for path in ("/runs/nope", "/runs/nope/events", "/runs/nope/tree"):
+        reply = client.get(path)
+        assert reply.status_code == 404 and reply.json() == {"error": "no such run"}
+
+
+def echo_llm() -> RuleChatModel:
+    """Answers each question with its own first word, so that two runs' outputs can be told apart."""
+
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        traced = tracing_reply(messages)
+        if traced is not None:
+            return traced
+        word = messages[-1].text.rsplit("[Question]:", 1)[-1].split()[0].strip('"')
+        return f"[Query 1]: What is {word}?\n[Answer 1]: {word}.\n[Final Content]: It is {word} [1]."
+
+    return RuleChatModel(respond=respond)
+
+
+def test_concurrent_questions_do_not_mix() -> None:
+    app, graph = make_app(echo_llm(), max_concurrent=2)
+    with TestClient(app) as client:
+        runs = [ask(client, f"{word} is the answer to what question?") for word in ("Alpha", "Bravo", "Charlie")]
+        finals = [read_events(client, r["events"])[-1]["data"] for r in runs]
+        assert [f["answer"] for f in finals] == ["Alpha", "Bravo", "Charlie"]
+        assert len({r["thread_id"] for r in runs}) == 3
+        for run, word in zip(runs, ("Alpha", "Bravo", "Charlie"), strict=True):
+            state = graph.get_state({"configurable": {"thread_id": run["thread_id"]}}).values
+            assert state["question"].startswith(word) and state["answer"] == word
+
+
+def test_a_failing_run_is_reported_and_the_server_goes_on() -> None:
+    calls = {"n": 0}
+
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("the LLM endpoint is down")
+        return tree_llm().respond(messages)  # type: ignore[no-any-return]
+
+    app, _ = make_app(RuleChatModel(respond=respond))
+    with TestClient(app) as client:
+        failed = read_events(client, ask(client)["events"])
+        assert failed[-1]["event"] == "failed"
+        assert failed[-1]["data"] == {"status": "error", "error": "RuntimeError: the LLM endpoint is down"}
+        assert read_events(client, ask(client)["events"])[-1]["event"] == "done"
+
+
+def test_only_the_newest_finished_runs_are_kept_with_their_checkpoints() -> None:
+    app, graph = make_app(echo_llm(), keep_runs=1)
+    with TestClient(app) as client:
+        first = ask(client, "Old is what?")
+        read_events(client, first["events"])
+        assert client.get(f"/runs/{first['run_id']}").json()["answer"] == "Old"
+        assert graph.get_state({"configurable": {"thread_id": first["thread_id"]}}).values["answer"] == "Old"
+        second = ask(client, "New is what?")
+        read_events(client, second["events"])
+        assert client.get(f"/runs/{first['run_id']}").status_code == 404
+        assert client.get(f"/runs/{second['run_id']}").json()["answer"] == "New"
+        assert graph.get_state({"configurable": {"thread_id": first["thread_id"]}}).values == {}
+
+
+def test_import_model_spec_loads_a_chat_model_of_your_own() -> None:
+    assert isinstance(load_chat_model("import:tests.fakes:serve_llm"), RuleChatModel)
+    with pytest.raises(ModelNotFoundError, match="cannot import 'no_such_module'"):
+        load_chat_model("import:no_such_module:llm")
+    with pytest.raises(ModelNotFoundError, match="has no 'nothing'"):
+        load_chat_model("import:tests.fakes:nothing")
+    with pytest.raises(ValueError, match="not a LangChain chat model"):
+        load_chat_model("import:tests.fakes:QUESTION")
+    with pytest.raises(ValueError, match="wants <module>:<name>"):
+        load_chat_model("import:tests.fakes")
