@@ -1,4 +1,5 @@
-"""Assertions shared by the tests: float results of two code paths compared with a tolerance.
+"""Helpers shared by the tests: float results of two code paths compared with a tolerance, and
+a web app run's server-sent events read to the end.
 
 Two code paths that compute the same value in float32 (a batch against a single read, an
 async call against a sync one, mini-batches against one batch) may differ in the last
@@ -9,6 +10,7 @@ answers, ids and order still have to match exactly.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,3 +37,24 @@ def assert_reads_close(got: ReaderOutput | Sequence[ReaderOutput], want: ReaderO
     assert all(isinstance(out, ReaderOutput) for out in got_list), got_list
     assert [out.answer for out in got_list] == [out.answer for out in want_list]
     assert [out.confidence for out in got_list] == close([out.confidence for out in want_list])
+
+
+def read_events(client: Any, url: str, last_id: int | None = None) -> list[dict[str, Any]]:
+    """Every server-sent event of a run, parsed, until the stream ends."""
+    headers = {"Last-Event-ID": str(last_id)} if last_id is not None else {}
+    events: list[dict[str, Any]] = []
+    current: dict[str, Any] = {}
+    with client.stream("GET", url, headers=headers) as reply:
+        assert reply.status_code == 200
+        assert reply.headers["content-type"].startswith("text/event-stream")
+        for line in reply.iter_lines():
+            if not line:
+                if current:
+                    events.append(current)
+                current = {}
+            elif line.startswith(":"):
+                continue
+            else:
+                field, _, value = line.partition(": ")
+                current[field] = json.loads(value) if field == "data" else value
+    return events

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -21,11 +20,13 @@ from searchain_graph.llms.hub import ModelNotFoundError
 from searchain_graph.serve import create_app
 from searchain_graph.serve.app import MAX_BODY_BYTES
 from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tracing_reply, tree_llm
+from tests.helpers import read_events
 
 
 def make_app(llm: Any = None, **options: Any) -> tuple[Any, Any]:
+    reader = ScriptedReader(TREE_READS)
     graph = create_searchain_graph(
-        llm or tree_llm(), retriever(), ScriptedReader(TREE_READS), confidence_threshold=1.5, checkpointer=InMemorySaver()
+        llm or tree_llm(), retriever(), reader, confidence_threshold=1.5, checkpointer=InMemorySaver()
     )
     return create_app(graph, about="fakes", **options), graph
 
@@ -35,27 +36,6 @@ def client() -> Iterator[TestClient]:
     app, _ = make_app()
     with TestClient(app) as test_client:
         yield test_client
-
-
-def read_events(client: TestClient, url: str, last_id: int | None = None) -> list[dict[str, Any]]:
-    """Every server-sent event of a run, parsed, until the stream ends."""
-    headers = {"Last-Event-ID": str(last_id)} if last_id is not None else {}
-    events: list[dict[str, Any]] = []
-    current: dict[str, Any] = {}
-    with client.stream("GET", url, headers=headers) as reply:
-        assert reply.status_code == 200
-        assert reply.headers["content-type"].startswith("text/event-stream")
-        for line in reply.iter_lines():
-            if not line:
-                if current:
-                    events.append(current)
-                current = {}
-            elif line.startswith(":"):
-                continue
-            else:
-                field, _, value = line.partition(": ")
-                current[field] = json.loads(value) if field == "data" else value
-    return events
 
 
 def ask(client: TestClient, question: str = QUESTION) -> dict[str, Any]:
