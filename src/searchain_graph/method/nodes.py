@@ -33,7 +33,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from searchain_graph.ir.readers.base import Reader, ReaderOutput, aread_pairs, passage_of, read_pairs
+from searchain_graph.ir.readers.base import Reader, ReaderOutput, aread_pairs, passage_of, read_pairs, usable_confidence
 from searchain_graph.method.calls import (
     call_usage,
     doc_dict,
@@ -61,7 +61,14 @@ from searchain_graph.method.state import (
     SearChainState,
     new_run,
 )
-from searchain_graph.method.verdict import IRResult, QueryMatcher, check_record, feedback_for, ir_verdict, path_entry
+from searchain_graph.method.verdict import (
+    IRResult,
+    QueryMatcher,
+    check_record,
+    feedback_for,
+    ir_verdict,
+    path_entry,
+)
 
 
 class SearChainNodes:
@@ -335,8 +342,8 @@ def _store_reads(
 ) -> None:
     """``g, f = Reader(q_i, d_i)`` for every pair read."""
     for (query, _), (answer, confidence) in zip(pairs, outputs, strict=True):
-        found[query]["answer"] = answer
-        found[query]["confidence"] = confidence
+        found[query]["answer"] = answer if isinstance(answer, str) else ""
+        found[query]["confidence"] = usable_confidence(confidence)
 
 
 def _final_content(

@@ -25,6 +25,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from searchain_graph.ir.corpus import passage_text
+from searchain_graph.ir.readers.base import usable_confidence
 from searchain_graph.method.parsing import answer_contains, normalize_answer
 from searchain_graph.method.state import ChainNode, Feedback, Reference
 
@@ -75,7 +76,7 @@ def ir_verdict(node: ChainNode, result: dict[str, Any], knobs: dict[str, Any]) -
         True`` for a yes/no answer left unchecked, see the module docstring); ``"no_passage"``
         or ``"unsolved_kept"`` when there is nothing to do.
     """
-    doc, g, f = result["document"], result["answer"] or "", result["confidence"]
+    doc, g, f = result["document"], result["answer"] or "", usable_confidence(result["confidence"])
     if doc is None:
         return {"action": "no_passage"}
     if node["unsolved"]:

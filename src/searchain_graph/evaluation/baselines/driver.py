@@ -122,12 +122,12 @@ class _Methods:
         self.read = RunnableLambda(self._read_sync, afunc=self._read_async, name="read")
 
     # -- performing requests --------------------------------------------------------------------
-    def _read_sync(self, pairs: list[tuple[str, DocumentDict]]) -> list[tuple[str, float]]:
+    def _read_sync(self, pairs: list[tuple[str, DocumentDict]]) -> list[tuple[str, float | None]]:
         assert self.reader is not None
         passages = [(q, passage_of(d)) for q, d in pairs]
         return [(o.answer, o.confidence) for o in read_pairs(self.reader, passages)]
 
-    async def _read_async(self, pairs: list[tuple[str, DocumentDict]]) -> list[tuple[str, float]]:
+    async def _read_async(self, pairs: list[tuple[str, DocumentDict]]) -> list[tuple[str, float | None]]:
         assert self.reader is not None
         passages = [(q, passage_of(d)) for q, d in pairs]
         return [(o.answer, o.confidence) for o in await aread_pairs(self.reader, passages)]

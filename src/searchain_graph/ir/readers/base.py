@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import numbers
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
@@ -43,10 +44,24 @@ class ReaderOutput(NamedTuple):
     Attributes:
         answer: The extracted answer *g* ("" when the passage holds none).
         confidence: The reader's confidence *f*; IR overrules the LLM only when ``f > θ``.
+            ``None`` is no confidence: what the graph makes of a read whose *f* is not a finite
+            number (NaN, ±inf, ``None``, a string), which then never corrects a node.
     """
 
     answer: str
-    confidence: float
+    confidence: float | None
+
+
+def usable_confidence(value: object) -> float | None:
+    """A reader's *f* as a finite float, or ``None`` ("no confidence").
+
+    Any real number (Python's or NumPy's) that is finite is kept; ``None``, NaN, ±inf, a bool,
+    a string or anything else is no confidence, so that a broken read never corrects a node.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 class Passage(NamedTuple):
@@ -196,7 +211,7 @@ def _check_outputs(outputs: Sequence[Any], expected: int, reader: object) -> lis
     result = []
     for out in outputs:
         answer, confidence = out
-        result.append(ReaderOutput(str(answer or ""), float(confidence)))
+        result.append(ReaderOutput(answer if isinstance(answer, str) else "", usable_confidence(confidence)))
     return result
 
 
