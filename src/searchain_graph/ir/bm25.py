@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from searchain_graph.ir.index_dir import load_array
+
 FORMAT_VERSION = 1
 PARAMS_FILE = "bm25.json"
 ARRAYS = ("data", "indices", "indptr", "doc_lengths")
@@ -336,5 +338,5 @@ class BM25Index:
                 f"{params_path}: BM25 index format {params.get('format_version')!r}, expected {FORMAT_VERSION}; "
                 "rebuild it with `searchain index`"
             )
-        arrays = {name: np.load(directory / f"bm25_{name}.npy", mmap_mode="r" if mmap else None) for name in ARRAYS}
+        arrays = {name: load_array(directory / f"bm25_{name}.npy", mmap=mmap) for name in ARRAYS}
         return cls(vocab=params["vocab"], k1=float(params["k1"]), b=float(params["b"]), **arrays)

@@ -32,6 +32,12 @@ from typing import Any, overload
 import numpy as np
 from langchain_core.documents import Document
 
+from searchain_graph.ir.index_dir import load_array
+
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""A corpus or dataset line longer than this (8 MiB) is refused with its line number before it is
+parsed, rather than read whole into memory: no passage or question record comes near it."""
+
 PASSAGES_FILE = "passages.jsonl"
 OFFSETS_FILE = "passages.offsets.npy"
 
@@ -113,14 +119,14 @@ def iter_json_records(path: Path, *, error: type[ValueError] = CorpusFormatError
     Raises:
         error: invalid JSON, naming the line.
     """
-    with path.open(encoding="utf-8-sig") as handle:
-        head = handle.read(4096).lstrip()
+    with path.open("rb") as handle:
+        head = handle.read(4096).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
         handle.seek(0)
         if path.suffix.lower() == ".json" and not head.startswith("["):
             raise error(f"{path}: a JSON file must hold an array of records")
         if head.startswith("[") and path.suffix.lower() != ".jsonl":
             try:
-                records = json.load(handle)
+                records = json.loads(_utf8(handle.read(), f"{path}", error, bom=True))
             except json.JSONDecodeError as exc:
                 if exc.msg != "Extra data":  # "Extra data": more values follow, so it is JSONL
                     raise error(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
@@ -129,15 +135,28 @@ def iter_json_records(path: Path, *, error: type[ValueError] = CorpusFormatError
                 for n, record in enumerate(records, start=1):
                     yield record, f"{path}: record {n}", n
                 return
-        for lineno, line in enumerate(handle, start=1):
+        lineno = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            lineno += 1
+            where = f"{path}:{lineno}"
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                raise error(f"{where}: line longer than {MAX_LINE_BYTES} bytes; is this a corpus file?")
+            line = _utf8(raw, where, error, bom=lineno == 1)
             if not line.strip():
                 continue
-            where = f"{path}:{lineno}"
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise error(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
             yield record, where, lineno
+
+
+def _utf8(data: bytes, where: str, error: type[ValueError], *, bom: bool = False) -> str:
+    """``data`` as text, or ``error`` naming where the bytes are not UTF-8."""
+    try:
+        return data.decode("utf-8-sig" if bom else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{where}: not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})") from exc
 
 
 def iter_corpus(path: str | Path, *, seen: set[str] | None = None) -> Iterator[Document]:
@@ -175,7 +194,15 @@ def _iter_tsv(path: Path) -> Iterator[Document]:
     with path.open(encoding="utf-8", newline="") as handle:
         reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
         header: list[str] | None = None
-        for row in reader:
+        rows = iter(reader)
+        while True:
+            try:
+                row = next(rows)
+            except StopIteration:
+                return
+            except (UnicodeDecodeError, csv.Error) as exc:
+                reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"not TSV ({exc})"
+                raise CorpusFormatError(f"{path}:{reader.line_num + 1}: {reason}") from exc
             lineno = reader.line_num
             where = f"{path}:{lineno}"
             if header is None:
@@ -271,7 +298,7 @@ class PassageStore(Sequence[Document]):
         path, offsets = directory / PASSAGES_FILE, directory / OFFSETS_FILE
         if not path.is_file() or not offsets.is_file():
             raise FileNotFoundError(f"no passages in {directory} (expected {PASSAGES_FILE} and {OFFSETS_FILE})")
-        self._offsets = np.load(offsets, mmap_mode="r")
+        self._offsets = load_array(offsets, mmap=True)
         self._fd = os.open(path, os.O_RDONLY)
 
     def __len__(self) -> int:

@@ -24,6 +24,24 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+
+def load_array(path: Path, *, mmap: bool = False) -> Any:
+    """A NumPy array of an index, never unpickled: an index holds numbers only.
+
+    Raises:
+        ValueError: the file holds pickled objects (a crafted or foreign file), naming it.
+    """
+    import numpy as np
+
+    try:
+        array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a plain numeric array ({exc}); refusing to load it") from exc
+    if not isinstance(array, np.ndarray) or array.dtype.kind not in "biuf":
+        raise ValueError(f"{path}: expected a numeric array, found {getattr(array, 'dtype', type(array))}")
+    return array
+
+
 MANIFEST = "searchain_index.json"
 INDEX_FORMAT = "searchain-graph index"
 
