@@ -1,0 +1,193 @@
+"""Property tests (Hypothesis) of the parsers and the file readers: generated input, stated invariants.
+
+CI runs ``SEARCHAIN_FUZZ_EXAMPLES`` cases per property (default 200); ``benchmarks/fuzz.py`` runs
+10,000 each and prints the counts (``docs/reliability.md`` has the figures). The only exceptions
+allowed are the ones the functions document: a corpus or dataset file that cannot be read raises
+``CorpusFormatError`` / ``DatasetFormatError`` naming the file and line, nothing else.
+
+Invariants:
+
+* ``parse_chain``: nodes numbered 1..n without a gap, at most ``MAX_NODES``; every word of a
+  node's query and answer and of the final content is in the reply (Markdown emphasis aside):
+  nothing is parsed from outside the reply.
+* ``extract_final_answer``: ``None`` or a non-empty piece of the text (citations aside); for
+  yes/no and fact checking, a label the text states.
+* ``drop_invalid_citations``: every citation kept is in ``1..count``; the dropped ones are
+  exactly the others, in order; dropping again changes nothing.
+* ``normalize_answer``: whitespace collapsed, no article left, idempotent.
+* corpus and dataset files: passages with text, a title and an id (questions with unique ids),
+  or the format error naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("hypothesis")
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from searchain_graph.evaluation.datasets import DatasetFormatError, iter_dataset  # noqa: E402
+from searchain_graph.ir.corpus import CorpusFormatError, iter_corpus  # noqa: E402
+from searchain_graph.method.parsing import (  # noqa: E402
+    MAX_NODES,
+    citations,
+    drop_invalid_citations,
+    extract_final_answer,
+    normalize_answer,
+    parse_chain,
+)
+
+EXAMPLES = int(os.environ.get("SEARCHAIN_FUZZ_EXAMPLES", "200"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+MARKERS = [
+    "[Query 1]:", "[Query 2]:", "[Query 12]", "[Answer 1]:", "[Answer 2]:", "[Answer]:", "[Unsolved Query]:",
+    "[Final Content]:", "[Question]:", "[query 3]:", "[ Answer 3 ]：", "[1]", "[2]", "[0]", "[999]", "[1,2]",
+    "So the final answer is", "the answer is", "Yes", "No", "SUPPORTS", "REFUTES", "\n", "**", "- ", "1. ",
+    "If you don't know the answer:", "[", "]", ":", ".", "…", "ﬁ", "İ", "\u200b", "\x00",
+]  # fmt: skip
+"""Pieces of the CoQ format, Unicode with odd normalisation, and separators: replies built from
+these reach the parser's corner cases far more often than random text does."""
+
+chain_text = st.lists(st.one_of(st.sampled_from(MARKERS), st.text(max_size=30)), max_size=60).map("".join)
+any_text = st.one_of(st.text(max_size=400), chain_text)
+
+
+@FUZZ
+@given(any_text)
+def test_parse_chain(text: str) -> None:
+    parsed = parse_chain(text)
+    plain = re.sub(r"(\*\*|__|`)", "", text)  # the parser drops Markdown emphasis, nothing else
+    assert [n["index"] for n in parsed.nodes] == list(range(1, len(parsed.nodes) + 1))
+    assert len(parsed.nodes) <= MAX_NODES
+    for node in parsed.nodes:
+        assert isinstance(node["query"], str) and isinstance(node["unsolved"], bool)
+        assert node["answer"] is None or isinstance(node["answer"], str)
+        for field in (node["query"], node["answer"] or ""):
+            assert all(word in plain for word in field.split()), (field, text)
+    if parsed.final_content is not None:
+        assert all(word in plain for word in parsed.final_content.split()), (parsed.final_content, text)
+    assert all(isinstance(w, str) for w in parsed.warnings)
+
+
+@FUZZ
+@given(any_text, st.sampled_from(["multihop", "yesno", "fact", "longform", "slot_filling"]))
+def test_extract_final_answer(text: str, task: str) -> None:
+    answer = extract_final_answer(text, task)
+    assert answer is None or (isinstance(answer, str) and answer.strip())
+    if answer is None:
+        return
+    if task == "fact" and answer in ("SUPPORTS", "REFUTES"):
+        assert answer[:6].lower() in text.lower()
+    elif task == "yesno" and answer in ("Yes", "No"):
+        assert answer.lower() in text.lower()
+    else:
+        assert answer in re.sub(r"\[(\d+)\]", "", text)
+
+
+@FUZZ
+@given(any_text, st.integers(min_value=0, max_value=40))
+def test_drop_invalid_citations(text: str, count: int) -> None:
+    cleaned, bad = drop_invalid_citations(text, count)
+    assert all(1 <= n <= count for n in citations(cleaned))
+    assert bad == [n for n in citations(text) if not 1 <= n <= count]
+    assert drop_invalid_citations(cleaned, count) == (cleaned, [])
+
+
+@FUZZ
+@given(any_text)
+def test_normalize_answer(text: str) -> None:
+    norm = normalize_answer(text)
+    assert norm == " ".join(norm.split())
+    assert not re.search(r"\b(a|an|the)\b", norm)
+    assert normalize_answer(norm) == norm
+
+
+# -- files -------------------------------------------------------------------------------------
+
+json_scalar = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20))
+json_value = st.recursive(
+    json_scalar,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=12,
+)
+passage = st.fixed_dictionaries(
+    {"text": st.one_of(st.text(max_size=40), json_value)},
+    optional={"id": json_value, "title": json_value, "contents": json_value, "paragraph_text": json_value},
+)
+qa_record = st.fixed_dictionaries(
+    {"question": st.text(max_size=20)},
+    optional={
+        "contexts": json_value,
+        "paragraphs": st.lists(st.fixed_dictionaries({"title": json_value, "paragraph_text": json_value})),
+        "context": st.lists(st.tuples(st.text(max_size=10), st.lists(st.text(max_size=10), max_size=3))),
+        "answer": json_value,
+        "_id": st.text(max_size=5),
+        "id": json_value,
+    },
+)
+line = st.one_of(
+    passage.map(json.dumps),
+    qa_record.map(json.dumps),
+    json_value.map(json.dumps),
+    st.text(max_size=60).filter(lambda t: "\n" not in t and "\r" not in t),
+    st.just(""),
+)
+raw_bytes = st.binary(max_size=200)
+_DIR = tempfile.TemporaryDirectory(prefix="searchain-fuzz-")
+
+
+def _write(lines: list[str], noise: bytes | None, suffix: str) -> Path:
+    data = "\n".join(lines).encode("utf-8", "surrogatepass") + (noise or b"")
+    handle = tempfile.NamedTemporaryFile(delete=False, suffix=suffix, dir=_DIR.name)
+    with handle:
+        handle.write(data)
+    return Path(handle.name)
+
+
+@FUZZ
+@given(st.lists(line, max_size=8), st.one_of(st.none(), raw_bytes), st.sampled_from([".jsonl", ".json", ".tsv"]))
+def test_corpus_files_give_passages_or_a_corpus_format_error(
+    lines: list[str], noise: bytes | None, suffix: str
+) -> None:
+    path = _write(lines, noise, suffix)
+    try:
+        docs = list(iter_corpus(path))
+    except CorpusFormatError as exc:
+        assert str(path) in str(exc)
+        return
+    finally:
+        path.unlink()
+    for doc in docs:
+        assert doc.page_content.strip() and isinstance(doc.metadata["title"], str)
+        assert isinstance(doc.metadata["id"], str)
+
+
+@FUZZ
+@given(
+    st.lists(st.one_of(line, qa_record.map(json.dumps)), max_size=6),
+    st.one_of(st.none(), raw_bytes),
+    st.sampled_from(["hotpotqa", "2wikimultihopqa", "musique", "strategyqa", "auto"]),
+)
+def test_dataset_files_give_examples_or_a_dataset_format_error(
+    lines: list[str], noise: bytes | None, dataset: str
+) -> None:
+    path = _write(lines, noise, ".jsonl")
+    try:
+        examples = list(iter_dataset(dataset, path))
+    except DatasetFormatError as exc:
+        assert str(path) in str(exc)
+        return
+    finally:
+        path.unlink()
+    assert len({e["qid"] for e in examples}) == len(examples)
+    for example in examples:
+        assert isinstance(example["question"], str)
