@@ -77,11 +77,32 @@ class Step(Runnable[Any, Any]):
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Run the sync body with the run's :class:`~langgraph.runtime.Runtime`."""
-        return self.func(input, get_runtime())
+        try:
+            return self.func(input, get_runtime())
+        except Exception as exc:
+            self._locate(exc, input)
+            raise
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Run the async body with the run's :class:`~langgraph.runtime.Runtime`."""
-        return await self.afunc(input, get_runtime())
+        try:
+            return await self.afunc(input, get_runtime())
+        except Exception as exc:
+            self._locate(exc, input)
+            raise
+
+    def _locate(self, exc: Exception, state: Any) -> None:
+        """Say on the exception (a note, shown with its traceback) which step of which round failed."""
+        done = state.get("rounds", 0) if isinstance(state, dict) else 0
+        round_ = done + 1 if self.name == "coq_generation" else max(done, 1)
+        exc.add_note(f"SearChain step {self.name!r} failed in round {round_}: {type(exc).__name__}: {exc}")
+
+
+DEFAULT_RETRY_POLICY = RetryPolicy(max_attempts=3, initial_interval=0.25, backoff_factor=2.0, max_interval=8.0)
+"""The steps that call the LLM, the retriever or the reader try 3 times, 0.25 s then 0.5 s apart
+(with jitter), on transient errors only: LangGraph's ``default_retry_on`` retries connection
+errors, timeouts and HTTP 5xx, and never ``ValueError``, ``TypeError``, ``KeyError`` and other
+programming errors, which would only fail again."""
 
 
 def create_searchain_graph(
@@ -98,7 +119,8 @@ def create_searchain_graph(
     verify_yes_no: bool | None = None,
     is_duplicate: QueryMatcher | None = None,
     max_question_chars: int = 2000,
-    retry_policy: RetryPolicy | None = None,
+    retry_policy: RetryPolicy | None = DEFAULT_RETRY_POLICY,
+    step_timeout: float | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "searchain",
 ) -> CompiledStateGraph[SearChainState, SearChainContext, InputState, OutputState]:
@@ -136,7 +158,15 @@ def create_searchain_graph(
         is_duplicate: ``DuplicateQuery`` of Algorithm 1, ``(query, processed) -> bool``; by default
             a query is a duplicate when it equals a processed one after normalisation.
         max_question_chars: Longer questions raise :class:`InvalidQuestionError`.
-        retry_policy: Retry policy for the nodes that call the LLM, retriever or reader.
+        retry_policy: Retry policy for the nodes that call the LLM, retriever or reader
+            (:data:`DEFAULT_RETRY_POLICY`: transient errors retried twice with backoff; None: no
+            retries). An error that is not retried, or fails every try, carries a note naming
+            the step and the round.
+        step_timeout: Seconds a step may take before the run fails with ``TimeoutError``
+            (a hung LLM endpoint, retriever or reader); None waits for ever. The async path
+            (``ainvoke``, ``astream``: what ``searchain serve`` runs) fails on time; a sync
+            ``invoke`` raises only once the hung call returns, since a thread cannot be
+            stopped. Set the LLM client's own ``timeout`` as well.
         checkpointer: Passed to ``compile``; the state is msgpack-serialisable.
         name: The graph's run name in traces.
 
@@ -201,6 +231,7 @@ def create_searchain_graph(
     builder.add_edge("feedback", "coq_generation")
     builder.add_edge("tracing", END)
     graph = builder.compile(checkpointer=checkpointer, name=name)
+    graph.step_timeout = step_timeout
     return graph.with_config(
         metadata={"searchain_threshold": confidence_threshold, "searchain_threshold_source": source}
     )
