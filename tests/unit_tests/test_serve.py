@@ -149,7 +149,10 @@ def test_a_failing_run_is_reported_and_the_server_goes_on() -> None:
     with TestClient(app) as client:
         failed = read_events(client, ask(client)["events"])
         assert failed[-1]["event"] == "failed"
-        assert failed[-1]["data"] == {"status": "error", "error": "RuntimeError: the LLM endpoint is down"}
+        assert failed[-1]["data"] == {
+            "status": "error",
+            "error": "SearChain step 'coq_generation' failed in round 1: RuntimeError: the LLM endpoint is down",
+        }
         assert read_events(client, ask(client)["events"])[-1]["event"] == "done"
 
 

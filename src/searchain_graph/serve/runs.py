@@ -183,7 +183,8 @@ class RunManager:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure of a run is reported to its page
             logger.exception("run %s failed", run.id)
-            message = f"{type(exc).__name__}: {exc}"
+            located = [n for n in getattr(exc, "__notes__", []) if n.startswith("SearChain step")]
+            message = located[-1] if located else f"{type(exc).__name__}: {exc}"
             run.error = message if len(message) <= MAX_ERROR_CHARS else message[: MAX_ERROR_CHARS - 1] + "…"
             await self._emit(run, "failed", {"error": run.error}, "error")
         finally:
