@@ -220,6 +220,7 @@ def build_graph(
 
 def run_ask(args: argparse.Namespace) -> int:
     """``searchain ask``: answer one question with the SearChain graph, streaming its progress."""
+    from searchain_graph.method.state import OUTPUT_KEYS
     from searchain_graph.viz.progress import progress_line
 
     def say(msg: str) -> None:
@@ -245,9 +246,7 @@ def run_ask(args: argparse.Namespace) -> int:
             out = chunk
     seconds = time.perf_counter() - t0
     assert out is not None
-    result = {
-        k: out[k] for k in ("question", "answer", "final_content", "references", "rounds", "tree", "usage", "warnings")
-    }
+    result = {k: out[k] for k in OUTPUT_KEYS}
     if args.html:
         from searchain_graph.viz import write_tree
 

@@ -201,6 +201,10 @@ class OutputState(TypedDict):
     """Everything that went wrong but was recovered from (malformed LLM output, etc.)."""
 
 
+OUTPUT_KEYS: tuple[str, ...] = tuple(OutputState.__annotations__)
+"""The keys of :class:`OutputState`, in order: what a finished run returns."""
+
+
 class SearChainState(OutputState):
     """The working state of one SearChain run."""
 

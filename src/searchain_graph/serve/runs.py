@@ -23,15 +23,13 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 
 from searchain_graph.method.question import validate_question
+from searchain_graph.method.state import OUTPUT_KEYS
 from searchain_graph.viz import render_tree
 from searchain_graph.viz.progress import progress_line
 
-__all__ = ["OUTPUT_KEYS", "Run", "RunManager"]
+__all__ = ["Run", "RunManager"]
 
 logger = logging.getLogger(__name__)
-
-OUTPUT_KEYS = ("question", "answer", "final_content", "references", "rounds", "tree", "usage", "warnings")
-"""What a finished run returns (the graph's output schema)."""
 
 MAX_ERROR_CHARS = 500
 """An error shown to the page is cut to this length (the full traceback goes to the log)."""
