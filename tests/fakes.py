@@ -7,6 +7,7 @@ The real counterparts (TransformersChatModel/SmolLM2, BM25Retriever, LLMReader) 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -267,5 +268,29 @@ def serve_llm() -> RuleChatModel:
         if "should be Toronto" in last:
             return CHAIN_UNSOLVED
         return CHAIN_WRONG
+
+    return RuleChatModel(respond=respond)
+
+
+def slow_serve_llm() -> RuleChatModel:
+    """:func:`serve_llm` taking 30 ms per call, so that an evaluation lasts long enough to be killed mid-way.
+
+    ``searchain eval --model import:tests.fakes:slow_serve_llm`` loads it.
+    """
+    fast = serve_llm().respond
+
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        time.sleep(0.03)
+        reply: str = fast(messages)
+        return reply
+
+    return RuleChatModel(respond=respond)
+
+
+def broken_llm() -> RuleChatModel:
+    """An LLM whose every call fails (``--model import:tests.fakes:broken_llm``)."""
+
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        raise ValueError("this LLM always fails")
 
     return RuleChatModel(respond=respond)

@@ -169,7 +169,13 @@ GRAPH = import_graph(PACKAGE_ROOT, "searchain_graph")
 
 def test_every_module_belongs_to_a_layer() -> None:
     outside = [m for m in GRAPH if layer(m, "searchain_graph") is None]
-    assert sorted(outside) == ["searchain_graph", "searchain_graph.__main__", "searchain_graph._version"]
+    assert sorted(outside) == [
+        "searchain_graph",
+        "searchain_graph.__main__",
+        "searchain_graph._files",
+        "searchain_graph._version",
+    ]
+    assert GRAPH["searchain_graph._files"] == set()  # beneath every layer: it imports none of them
     for name in LAYERS:
         assert f"searchain_graph.{name}" in GRAPH, name
 

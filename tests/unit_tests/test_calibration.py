@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from searchain_graph import DPRReader, ExtractiveQAReader, LLMReader, ReaderOutput, create_searchain_graph
+from searchain_graph import DPRReader, ExtractiveQAReader, LLMReader, ReaderOutput, _files, create_searchain_graph
 from searchain_graph.cli import main
 from searchain_graph.evaluation.calibration import choose_threshold, rule_text, threshold_grid
 from searchain_graph.ir.readers import calibration as store
@@ -132,7 +132,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_partial_one(cache: Path, monk
     def broken_replace(src: str, dst: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(store.os, "replace", broken_replace)
+    monkeypatch.setattr(_files.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         save_threshold("scripted:v1", 9.0)
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]

@@ -301,3 +301,23 @@ def test_cli_eval_writes_records_and_a_report(
     assert (tmp_path / "rep" / "report.md").read_text().startswith("# SearChain evaluation")
     assert main(["eval", "--dataset", "hotpotqa", "--data", str(data), "--methods", "nope", "--quiet"]) == 2
     assert "unknown method(s) nope" in capsys.readouterr().err
+
+
+def test_cli_eval_exits_non_zero_when_every_run_failed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from searchain_graph.cli import main
+
+    data = tmp_path / "hotpot.jsonl"
+    row = {
+        "question_id": "b1",
+        "question_text": QUESTION,
+        "answers_objects": [{"spans": ["Toronto Coach Terminal"]}],
+        "contexts": [{"title": d.metadata["title"], "paragraph_text": d.page_content} for d in PASSAGES],
+    }
+    data.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "broken.jsonl"
+    args = ["eval", "--dataset", "hotpotqa", "--data", str(data), "--methods", "cot,direct", "--out", str(out)]
+    assert main([*args, "--model", "import:tests.fakes:broken_llm", "--reader", "llm", "--quiet"]) == 1
+    assert "every one of the 2 run(s) failed" in capsys.readouterr().err
+    assert [r["error"] for r in read_records(out)] == ["ValueError: this LLM always fails"] * 2
+    assert main([*args, "--model", "import:tests.fakes:serve_llm", "--reader", "llm", "--quiet"]) == 0  # retried
+    assert "2 run(s), 0 already" in capsys.readouterr().out

@@ -123,9 +123,10 @@ def run_eval(args: argparse.Namespace) -> int:
         )
         bar.update(summary.skipped)
     written = write_report(summary.records, args.report or out.parent / f"{out.stem}-report")
+    pages = sum(1 for p in written if p.suffix == ".md") - 1
     print(
         f"{summary.ran} run(s), {summary.skipped} already in {out}, {summary.errors} error(s); "
-        f"report: {', '.join(str(p) for p in written)}"
+        f"report: {written[0]}" + (f" (and {pages} tree page(s) beside it)" if pages else "")
     )
     engine = getattr(llm, "_engine", None)
     if engine is not None and engine.steps:
@@ -133,6 +134,9 @@ def run_eval(args: argparse.Namespace) -> int:
             f"batch engine: {engine.rows / engine.steps:.2f} rows per decoding step, "
             f"{100 * engine.reused_tokens / max(1, engine.prompt_tokens):.0f}% of prompt tokens from the prefix cache"
         )
+    if summary.ran and summary.errors == summary.ran:
+        print(f"every one of the {summary.ran} run(s) failed: see the error field in {out}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from searchain_graph._files import remove_stale_temporaries, write_aside, written_aside
+
 PAPER_TABLE1 = {
     "searchain": {"hotpotqa": 56.91, "musique": 17.07, "2wikimultihopqa": 46.27, "strategyqa": 76.95},
     "self_ask": {"hotpotqa": 40.05, "musique": 14.28, "2wikimultihopqa": 39.58, "strategyqa": 67.65},
@@ -304,7 +306,8 @@ def write_plots(records: Sequence[dict[str, Any]], directory: str | Path) -> lis
     ax.legend()
     fig.tight_layout()
     paths = [directory / "accuracy.png"]
-    fig.savefig(paths[0], dpi=120)
+    with written_aside(paths[0]) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(6, 4))
     for method in methods:
@@ -320,7 +323,8 @@ def write_plots(records: Sequence[dict[str, Any]], directory: str | Path) -> lis
     ax.set_ylabel("cover-EM (%)")
     fig.tight_layout()
     paths.append(directory / "accuracy_vs_words.png")
-    fig.savefig(paths[1], dpi=120)
+    with written_aside(paths[1]) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
     return paths
 
@@ -334,12 +338,16 @@ def searchain_trees(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def write_report(
     records: Sequence[dict[str, Any]], directory: str | Path, *, title: str = "SearChain evaluation"
 ) -> list[Path]:
-    """Write ``report.md``, the plots and each question's tree page to ``directory``; returns the paths."""
+    """Write ``report.md``, the plots and each question's tree page to ``directory``; returns the paths.
+
+    Every file is written aside and renamed, so a killed run leaves the previous report's files
+    whole; the temporary files a killed run left are removed first.
+    """
     from searchain_graph.viz import write_tree
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "report.md"
-    path.write_text(render_report(records, title=title), encoding="utf-8")
+    remove_stale_temporaries(directory, recursive=True)
+    path = write_aside(directory / "report.md", render_report(records, title=title))
     trees = [write_tree(tree_output(r), directory / str(tree_link(r))) for r in searchain_trees(records)]
     return [path, *write_plots(records, directory), *trees]

@@ -29,6 +29,7 @@ import multiprocessing
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -89,6 +90,21 @@ class _Stemmer:
         with self._lock:
             stemmed = self._stemmer.stemWords(decoded)
         return [None if word in STOPWORDS else stem for word, stem in zip(decoded, stemmed, strict=True)]
+
+
+def _exit_with_parent(parent: int, every: float = 0.2) -> None:
+    """Pool worker initializer: exit as soon as the process that started the pool is gone.
+
+    A ``searchain index`` killed with SIGKILL cannot shut its pool down; without this its
+    workers would live on, orphaned, blocked on a queue that nobody writes to.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _count_chunk(texts: list[str]) -> tuple[list[str], npt.NDArray[np.int32], npt.NDArray[np.int32], Any, Any]:
@@ -226,7 +242,9 @@ class BM25Index:
         else:
             methods = multiprocessing.get_all_start_methods()
             context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            with ProcessPoolExecutor(
+                max_workers=workers, mp_context=context, initializer=_exit_with_parent, initargs=(os.getpid(),)
+            ) as pool:
                 pending: list[tuple[int, Future[tuple[list[str], Any, Any, Any, Any]]]] = []
                 for chunk in itertools.chain([first, second], chunks):
                     pending.append((offset, pool.submit(_count_chunk, chunk)))

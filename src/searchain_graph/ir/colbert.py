@@ -42,6 +42,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr, field_validator, model_validator
 
+from searchain_graph._files import write_aside
 from searchain_graph.ir._ragatouille_compat import LOCK, colbert_call, import_ragatouille, load_model
 from searchain_graph.ir.corpus import PassageStore, iter_corpora, passage_text, write_passages
 from searchain_graph.ir.index_dir import MANIFEST, IndexSummary, read_manifest, write_index
@@ -214,9 +215,7 @@ def build_colbert_index(
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_aside(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 class ColBERTRetriever(BaseRetriever):

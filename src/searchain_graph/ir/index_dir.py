@@ -9,7 +9,10 @@ holds:
 * the retriever's own files (``bm25_*.npy`` and ``bm25.json`` for BM25, ``colbert/`` for ColBERT).
 
 Every retriever builds into ``DIR.partial`` and renames it to ``DIR`` only when complete
-(:func:`write_index`), so an interrupted build never leaves a half-written index behind.
+(:func:`write_index`), so an interrupted build never leaves a half-written index behind. An existing
+index is swapped out by two renames (``DIR`` → ``DIR.old``, ``DIR.partial`` → ``DIR``): a build killed
+between them leaves ``DIR.old`` whole, and the next load or build puts it back. The next build
+deletes a killed build's ``DIR.partial`` before it starts.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+from searchain_graph._files import write_aside
 
 
 def load_array(path: Path, *, mmap: bool = False) -> Any:
@@ -77,12 +82,21 @@ class IndexSummary:
         return self.passages / self.seconds if self.seconds > 0 else float("inf")
 
 
+def _recover(directory: Path) -> Path:
+    """Put back the previous index if a build was killed between its two renames; returns ``DIR.old``."""
+    old = directory.with_name(directory.name + ".old")
+    if not directory.exists() and (old / MANIFEST).is_file():
+        old.rename(directory)
+    return old
+
+
 def read_manifest(directory: str | Path) -> dict[str, Any]:
     """The manifest of an index directory.
 
     Raises:
         FileNotFoundError: ``directory`` is not an index (no ``searchain_index.json``).
     """
+    _recover(Path(directory))
     path = Path(directory) / MANIFEST
     if not path.is_file():
         raise FileNotFoundError(
@@ -113,7 +127,9 @@ def write_index(
     """
     out = Path(directory)
     partial = out.with_name(out.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
+    old = _recover(out)
+    shutil.rmtree(old, ignore_errors=True)  # a build killed after its swap left the previous index there
+    shutil.rmtree(partial, ignore_errors=True)  # a killed build's leftovers
     partial.mkdir(parents=True)
     started = time.perf_counter()
     try:
@@ -133,11 +149,12 @@ def write_index(
         "searchain_graph": _package_version(),
         **(extra or {}),
     }
-    (partial / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_aside(partial / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     if out.exists():
         if not (out / MANIFEST).is_file() and any(out.iterdir()):
             shutil.rmtree(partial, ignore_errors=True)
             raise FileExistsError(f"{out} exists and is not a searchain index: refusing to replace it")
-        shutil.rmtree(out)
+        out.rename(old)  # two renames: at every instant DIR is a whole index, or absent with DIR.old whole
     partial.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
     return IndexSummary(out, retriever, count, seconds, _dir_size(out))

@@ -22,7 +22,6 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import RetryPolicy
 
@@ -31,6 +30,7 @@ from searchain_graph.ir.readers.calibration import load_calibration
 from searchain_graph.method.context import SearChainContext
 from searchain_graph.method.nodes import SearChainNodes
 from searchain_graph.method.state import InputState, OutputState, SearChainState
+from searchain_graph.method.threads import OnBusy, SearChainGraph
 from searchain_graph.method.verdict import DEFAULT_THRESHOLD, QueryMatcher, normalized_duplicate
 
 logger = logging.getLogger(__name__)
@@ -122,8 +122,9 @@ def create_searchain_graph(
     retry_policy: RetryPolicy | None = DEFAULT_RETRY_POLICY,
     step_timeout: float | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
+    on_busy: OnBusy = "reject",
     name: str = "searchain",
-) -> CompiledStateGraph[SearChainState, SearChainContext, InputState, OutputState]:
+) -> SearChainGraph:
     """Build SearChain (Search-in-the-Chain, Xu et al. WWW 2024) as a compiled LangGraph graph.
 
     The result is a LangChain Runnable: ``invoke``, ``ainvoke``, ``batch``, ``stream`` (each
@@ -168,11 +169,16 @@ def create_searchain_graph(
             ``invoke`` raises only once the hung call returns, since a thread cannot be
             stopped. Set the LLM client's own ``timeout`` as well.
         checkpointer: Passed to ``compile``; the state is msgpack-serialisable.
+        on_busy: A run started on a checkpointer thread that another run of this process is
+            using: ``"reject"`` raises :class:`~searchain_graph.method.threads.ThreadBusyError`,
+            ``"wait"`` runs it when the other ends. Two runs never interleave one thread's
+            checkpoints (:mod:`searchain_graph.method.threads`).
         name: The graph's run name in traces.
 
     Returns:
-        The compiled graph. Input ``{"question": str}``; output ``answer``, ``final_content``,
-        ``references``, ``rounds``, ``tree``, ``usage`` and ``warnings``. Per-run overrides go
+        The compiled graph (a :class:`~langgraph.graph.state.CompiledStateGraph`). Input
+        ``{"question": str}``; output ``answer``, ``final_content``, ``references``, ``rounds``,
+        ``tree``, ``usage`` and ``warnings``. Per-run overrides go
         in ``context=SearChainContext(...)``.
 
     Example:
@@ -230,7 +236,7 @@ def create_searchain_graph(
     builder.add_edge("coq_generation", "ir_check")
     builder.add_edge("feedback", "coq_generation")
     builder.add_edge("tracing", END)
-    graph = builder.compile(checkpointer=checkpointer, name=name)
+    graph = SearChainGraph.from_compiled(builder.compile(checkpointer=checkpointer, name=name), on_busy=on_busy)
     graph.step_timeout = step_timeout
     return graph.with_config(
         metadata={"searchain_threshold": confidence_threshold, "searchain_threshold_source": source}

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from searchain_graph._files import write_aside
 from searchain_graph.viz.html import html_fragment, html_page
 from searchain_graph.viz.markdown import markdown
 from searchain_graph.viz.tree import VERDICTS, compact_run, tree_view
@@ -64,13 +63,4 @@ def write_tree(
     target = Path(path)
     chosen: Format = format or ("markdown" if target.suffix.lower() in (".md", ".markdown") else "html")
     text = render_tree(output, chosen, title=title)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_aside(target, text)

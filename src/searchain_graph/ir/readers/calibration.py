@@ -21,14 +21,13 @@ import hashlib
 import json
 import logging
 import math
-import os
 import re
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from searchain_graph._files import write_aside
 from searchain_graph.llms.weights import cache_root
 
 logger = logging.getLogger(__name__)
@@ -111,18 +110,7 @@ def save_threshold(
         "saved_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     text = json.dumps(record, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_aside(path, text, sync=True)
 
 
 def load_calibration(reader_or_key: object, *, directory: str | Path | None = None) -> dict[str, Any] | None:
