@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from searchain_graph.method.parsing import ParsedChain, extract_final_answer, normalize_answer, parse_chain
     from searchain_graph.method.question import InvalidQuestionError
     from searchain_graph.method.state import InputState, OutputState, Reference, SearChainState
+    from searchain_graph.method.threads import ThreadBusyError
     from searchain_graph.method.verdict import QueryMatcher, normalized_duplicate
 
 _EXPORTS: dict[str, str] = {
@@ -61,6 +62,7 @@ _EXPORTS: dict[str, str] = {
     "Reference": "searchain_graph.method.state",
     "SearChainContext": "searchain_graph.method.context",
     "SearChainState": "searchain_graph.method.state",
+    "ThreadBusyError": "searchain_graph.method.threads",
     "TransformersChatModel": "searchain_graph.llms.chat_model",
     "build_index": "searchain_graph.ir.index",
     "create_searchain_graph": "searchain_graph.method.graph",
@@ -111,6 +113,7 @@ __all__ = [
     "Reference",
     "SearChainContext",
     "SearChainState",
+    "ThreadBusyError",
     "TransformersChatModel",
     "build_index",
     "create_searchain_graph",
