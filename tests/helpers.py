@@ -1,5 +1,5 @@
-"""Helpers shared by the tests: float results of two code paths compared with a tolerance, and
-a web app run's server-sent events read to the end.
+"""Helpers shared by the tests: float results of two code paths compared with a tolerance,
+a web app run's server-sent events read to the end, and an ASGI app served on 127.0.0.1.
 
 Two code paths that compute the same value in float32 (a batch against a single read, an
 async call against a sync one, mini-batches against one batch) may differ in the last
@@ -10,8 +10,12 @@ answers, ids and order still have to match exactly.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+import socket
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -58,3 +62,25 @@ def read_events(client: Any, url: str, last_id: int | None = None) -> list[dict[
                 field, _, value = line.partition(": ")
                 current[field] = json.loads(value) if field == "data" else value
     return events
+
+
+@contextlib.contextmanager
+def served(app: Any) -> Iterator[str]:
+    """Run the ASGI ``app`` with uvicorn on 127.0.0.1 (a free port) in a thread; yields its base URL."""
+    import uvicorn
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.should_exit = True
+        thread.join(10)

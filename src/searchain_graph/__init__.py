@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from searchain_graph.ir.readers.dpr import DPRReader
     from searchain_graph.ir.readers.extractive import ExtractiveQAReader
     from searchain_graph.ir.readers.llm import LLMReader
+    from searchain_graph.ir.remote import RemoteRetrievalError, RemoteRetriever
     from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
     from searchain_graph.llms.hub import ModelNotFoundError
     from searchain_graph.method.context import SearChainContext
@@ -60,6 +61,8 @@ _EXPORTS: dict[str, str] = {
     "Reader": "searchain_graph.ir.readers.base",
     "ReaderOutput": "searchain_graph.ir.readers.base",
     "Reference": "searchain_graph.method.state",
+    "RemoteRetrievalError": "searchain_graph.ir.remote",
+    "RemoteRetriever": "searchain_graph.ir.remote",
     "SearChainContext": "searchain_graph.method.context",
     "SearChainState": "searchain_graph.method.state",
     "ThreadBusyError": "searchain_graph.method.threads",
@@ -111,6 +114,8 @@ __all__ = [
     "Reader",
     "ReaderOutput",
     "Reference",
+    "RemoteRetrievalError",
+    "RemoteRetriever",
     "SearChainContext",
     "SearChainState",
     "ThreadBusyError",

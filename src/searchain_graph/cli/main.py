@@ -23,7 +23,7 @@ from typing import Any
 
 from searchain_graph.cli.calibrate import add_calibrate_parser, run_calibrate
 from searchain_graph.cli.commands import run_ask, run_eval, run_index, run_report
-from searchain_graph.cli.serve import run_serve
+from searchain_graph.cli.serve import run_serve, run_serve_index
 from searchain_graph.ir.readers import DEFAULT_READER
 from searchain_graph.method.context import TASKS
 
@@ -34,6 +34,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "report": run_report,
     "calibrate": run_calibrate,
     "serve": run_serve,
+    "serve-index": run_serve_index,
 }
 """Each sub-command and the function that runs it."""
 
@@ -116,7 +117,9 @@ def _add_stack(parser: argparse.ArgumentParser) -> None:
         help="corpus file (JSONL, DPR TSV, or a QA dataset file's paragraphs), indexed with BM25 in memory; "
         "repeat for several files",
     )
-    source.add_argument("--index", metavar="DIR", help="an index directory built by `searchain index`")
+    source.add_argument(
+        "--index", metavar="DIR|URL", help="an index directory built by `searchain index`, or a served index's URL"
+    )
     parser.add_argument(
         "--model",
         default=None,
@@ -176,6 +179,18 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     web.add_argument("--keep-runs", type=int, default=100, help="finished runs kept in memory (default 100)")
     web.add_argument("--quiet", action="store_true", help="log warnings only")
+    served = sub.add_parser(
+        "serve-index",
+        help="share one index over HTTP (the ColBERTv2 server protocol of DSPy's client)",
+        description="Serve an index built by `searchain index` over HTTP: GET /?query=...&k=... answers "
+        '{"topk": [...]}, as ColBERTv2 servers do. Query it with `--index http://HOST:PORT/` (ask, eval, serve), '
+        "RemoteRetriever, or dspy.ColBERTv2(url=...). Needs the serve extra.",
+    )
+    served.add_argument("index", metavar="DIR", help="an index directory built by `searchain index`")
+    served.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    served.add_argument("--port", type=int, default=8893, help="port (default 8893)")
+    served.add_argument("--max-concurrent", type=int, default=8, help="searches at once; more wait (default 8)")
+    served.add_argument("--quiet", action="store_true", help="log warnings only")
     ev = sub.add_parser(
         "eval",
         help="evaluate methods on a QA dataset (resumable JSONL, Markdown report)",
@@ -199,7 +214,10 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--limit", type=int, default=None, help="first N questions")
     ev.add_argument(
-        "--index", default=None, metavar="DIR", help="retrieval index (default: BM25 over the dataset's paragraphs)"
+        "--index",
+        default=None,
+        metavar="DIR|URL",
+        help="retrieval index, or a served index's URL (default: BM25 over the dataset's paragraphs)",
     )
     ev.add_argument("--corpus", action="append", default=None, metavar="FILE", help="corpus file(s) for BM25 instead")
     ev.add_argument("--model", default=None, help="the LLM, as for `searchain ask`")

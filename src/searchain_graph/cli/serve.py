@@ -1,42 +1,69 @@
-"""``searchain serve``: the local web app (:mod:`searchain_graph.serve`) with the same stack as ``ask``.
+"""``searchain serve`` (the local web app, with the same stack as ``ask``) and ``searchain serve-index``.
 
-The model, index and reader are loaded once, when the server starts; every question shares
+``serve`` loads the model, index and reader once, when the server starts; every question shares
 them and runs under its own thread id (the graph keeps each run's checkpoints in memory until
-the run is dropped). It listens on 127.0.0.1 unless told otherwise.
+the run is dropped). ``serve-index`` opens one index and answers searches in the ColBERTv2
+server protocol. Both listen on 127.0.0.1 unless told otherwise, and warn when told otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from searchain_graph.cli.commands import build_graph
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def run_serve(args: argparse.Namespace) -> int:
-    """``searchain serve``: load the stack once, then serve the page until interrupted."""
-    try:
-        from langgraph.checkpoint.memory import InMemorySaver
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
-        from searchain_graph.serve import create_app, serve
-    except ImportError as exc:
-        extra = 'pip install "searchain-graph[serve]"'
-        raise ImportError(f"searchain serve needs the serve extra: {extra} ({exc})") from exc
 
-    def say(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
+def _serve(args: argparse.Namespace, app: Any) -> int:
+    """Run ``app`` on ``--host``/``--port`` until interrupted."""
+    from searchain_graph.serve import serve
 
-    if args.host not in LOOPBACK:
-        say(f"warning: listening on {args.host}: anyone who can reach it can run questions on this machine")
-    graph, about = build_graph(args, say, checkpointer=InMemorySaver(), max_batch_size=args.batch_size)
-    app = create_app(
-        graph,
-        about=about,
-        max_concurrent=args.max_concurrent or args.batch_size,
-        keep_runs=args.keep_runs,
-    )
-    say(f"serving on http://{args.host}:{args.port}/ ({about})")
     serve(app, host=args.host, port=args.port, log_level="warning" if args.quiet else "info")
     return 0
+
+
+def _check_server(args: argparse.Namespace, command: str, what: str) -> None:
+    """The serve extra is installed, and a warning when the host is not this machine only."""
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        extra = 'pip install "searchain-graph[serve]"'
+        raise ImportError(f"searchain {command} needs the serve extra: {extra} ({exc})") from exc
+    if args.host not in LOOPBACK:
+        _say(f"warning: listening on {args.host}: anyone who can reach it can {what}")
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """``searchain serve``: load the stack once, then serve the page until interrupted."""
+    _check_server(args, "serve", "run questions on this machine")
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from searchain_graph.serve import create_app
+
+    graph, about = build_graph(args, _say, checkpointer=InMemorySaver(), max_batch_size=args.batch_size)
+    concurrent = args.max_concurrent or args.batch_size
+    app = create_app(graph, about=about, max_concurrent=concurrent, keep_runs=args.keep_runs)
+    _say(f"serving on http://{args.host}:{args.port}/ ({about})")
+    return _serve(args, app)
+
+
+def run_serve_index(args: argparse.Namespace) -> int:
+    """``searchain serve-index``: open an index once, then answer ColBERTv2-protocol searches until interrupted."""
+    _check_server(args, "serve-index", "query this index")
+    from searchain_graph.ir.index import load_index
+    from searchain_graph.ir.index_dir import read_manifest
+    from searchain_graph.serve.index_server import create_index_app
+
+    manifest = read_manifest(args.index)
+    about = f"{manifest.get('retriever')} index {args.index} ({manifest.get('passages'):,} passages)"
+    app = create_index_app(load_index(args.index), about=about, max_concurrent=args.max_concurrent)
+    _say(f"serving {about} on http://{args.host}:{args.port}/ (ColBERTv2 protocol: /?query=...&k=...)")
+    return _serve(args, app)

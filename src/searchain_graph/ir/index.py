@@ -24,6 +24,7 @@ from searchain_graph.ir.bm25 import BM25Index
 from searchain_graph.ir.bm25_retriever import BM25Retriever
 from searchain_graph.ir.corpus import iter_corpora, passage_text, write_passages
 from searchain_graph.ir.index_dir import MANIFEST, IndexSummary, read_manifest, write_index
+from searchain_graph.ir.remote import RemoteRetriever, is_url
 
 RetrieverName = Literal["bm25", "colbert"]
 
@@ -71,11 +72,17 @@ def build_index(
 
 
 def load_index(directory: str | Path, *, k: int = 1) -> BaseRetriever:
-    """Open an index directory with the retriever that built it.
+    """Open an index directory with the retriever that built it, or a served index by its URL.
+
+    ``directory`` may be an ``http://`` or ``https://`` URL of a ColBERTv2-protocol server
+    (``searchain serve-index``, DSPy's ColBERTv2 servers): a
+    :class:`~searchain_graph.ir.remote.RemoteRetriever` then queries it.
 
     Raises:
         FileNotFoundError: ``directory`` is not an index.
     """
+    if isinstance(directory, str) and is_url(directory):
+        return RemoteRetriever(url=directory, k=k)
     manifest = read_manifest(directory)
     kind = manifest.get("retriever")
     if kind == "bm25":

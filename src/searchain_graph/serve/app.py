@@ -33,14 +33,13 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from searchain_graph.method.question import InvalidQuestionError
+from searchain_graph.serve.http import MAX_BODY_BYTES, BadRequest, read_json
+from searchain_graph.serve.http import error as _error
 from searchain_graph.serve.page import app_page
 from searchain_graph.serve.runs import RunManager
 from searchain_graph.viz import render_tree
 
-__all__ = ["create_app", "serve"]
-
-MAX_BODY_BYTES = 64 * 1024
-"""A ``POST /runs`` body larger than this is refused (413) before it is parsed."""
+__all__ = ["MAX_BODY_BYTES", "create_app", "serve"]
 
 KEEPALIVE_SECONDS = 15.0
 """An event stream with nothing new sends a comment this often, so proxies keep it open."""
@@ -84,13 +83,10 @@ def create_app(
         return JSONResponse({"ok": True, "title": title, "about": about})
 
     async def start(request: Request) -> Response:
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            return _error(413, f"the request is {len(body)} bytes; the limit is {MAX_BODY_BYTES}")
         try:
-            payload = json.loads(body or b"null")
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return _error(400, f"the body is not JSON: {exc}")
+            payload = await read_json(request)
+        except BadRequest as exc:
+            return _error(exc.status, exc.message)
         if not isinstance(payload, dict) or "question" not in payload:
             return _error(400, 'send {"question": "..."}')
         try:
@@ -166,10 +162,6 @@ async def _sse(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
     finally:
         if pending is not None:
             pending.cancel()
-
-
-def _error(status: int, message: str) -> Response:
-    return JSONResponse({"error": message}, status_code=status)
 
 
 def serve(app: Starlette, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
