@@ -7,6 +7,7 @@ import json
 import math
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -100,6 +101,39 @@ def test_worker_processes_build_the_same_index() -> None:
         a, b = single.search(query, k=10), pooled.search(query, k=10)
         assert a[0].tolist() == b[0].tolist()
         np.testing.assert_allclose(a[1], b[1], rtol=1e-6)
+
+
+def test_spilled_shards_build_the_same_index(tmp_path: Path) -> None:
+    from searchain_graph.ir.bm25_build import build_bm25
+
+    texts = [f"{t} copy {n} {'extra words' * (n % 3)}" for n in range(9) for t in TEXTS]
+    build_bm25(texts, tmp_path / "one", workers=1, chunk_size=5)  # one shard, one merge block
+    build_bm25(texts, tmp_path / "many", workers=1, chunk_size=5, shard_rows=40)  # many of each
+    one, many = BM25Index.load(tmp_path / "one"), BM25Index.load(tmp_path / "many")
+    assert one.vocab == many.vocab
+    for name in ("indices", "indptr", "doc_lengths"):
+        assert np.array_equal(getattr(one, name), getattr(many, name)), name
+    np.testing.assert_allclose(one.data, many.data, rtol=1e-6)
+    for query in ("Kevin Drew Toronto", "band Canada extra", "copy 4"):
+        a, b = one.search(query, k=10), many.search(query, k=10)
+        assert a[0].tolist() == b[0].tolist()
+        expected = _lucene_bm25(texts, query)
+        np.testing.assert_allclose(b[1], sorted((s for s in expected if s > 0), reverse=True)[:10], rtol=1e-5)
+    assert sorted(p.name for p in (tmp_path / "many").iterdir()) == sorted(
+        ["bm25.json", "bm25_data.npy", "bm25_doc_lengths.npy", "bm25_indices.npy", "bm25_indptr.npy"]
+    )  # the scratch shards are gone
+
+
+def test_a_failed_build_removes_its_shards(tmp_path: Path) -> None:
+    from searchain_graph.ir.bm25_build import build_bm25
+
+    def broken() -> Iterator[str]:
+        yield from TEXTS * 5
+        raise OSError("the corpus disk went away")
+
+    with pytest.raises(OSError, match="went away"):
+        build_bm25(broken(), tmp_path, workers=1, chunk_size=3, shard_rows=10)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_save_and_load_memory_maps(tmp_path: Path) -> None:
@@ -262,12 +296,12 @@ class TestBM25RetrieverStandard(RetrieversIntegrationTests):
 
 
 def test_radix_argsort_is_a_stable_sort() -> None:
-    from searchain_graph.ir.bm25 import _stable_argsort_u32
+    from searchain_graph.ir.bm25_count import stable_argsort_u32
 
     rng = np.random.default_rng(0)
     for high in (50, 70_000, 2**31 - 1):
         values = rng.integers(0, high, 5000).astype(np.int32)
-        assert np.array_equal(_stable_argsort_u32(values), np.argsort(values, kind="stable"))
+        assert np.array_equal(stable_argsort_u32(values), np.argsort(values, kind="stable"))
 
 
 async def test_ainvoke_takes_k(tmp_path: Path) -> None:

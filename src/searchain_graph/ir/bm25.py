@@ -7,12 +7,11 @@ over Snowball-stemmed words with English stopwords removed, the same scoring as
 building had to reach tens of thousands of passages per second on two cores, and
 querying a few milliseconds at 100k passages, which needed:
 
-* **tokenising without a Python object per match**: text is lower-cased, encoded to
-  UTF-8, ASCII punctuation is mapped to spaces with one ``bytes.translate`` and the
-  result is ``split()``; non-ASCII punctuation is blanked first with one regex pass
-  over the (rare) non-ASCII texts. Each chunk's distinct words are stemmed once;
-* **counting in NumPy**, per chunk of passages, in worker processes when the corpus is
-  large (``workers``), so both cores tokenise;
+* **tokenising without a Python object per match**, and **counting in NumPy** per chunk
+  of passages, in worker processes when the corpus is large
+  (:mod:`searchain_graph.ir.bm25_count`);
+* **a build in bounded memory**: sorted shards spilled to disk and merged by stem range
+  (:mod:`searchain_graph.ir.bm25_build`), so a corpus of any size builds in a few GB;
 * **precomputed scores** stored column-wise (one slice of passage ids and scores per
   stem), so a query adds up a few slices with ``np.bincount``.
 
@@ -23,143 +22,28 @@ is paged in on demand.
 
 from __future__ import annotations
 
-import itertools
 import json
-import multiprocessing
-import os
-import re
+import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from searchain_graph.ir.bm25_count import (
+    ARRAYS,
+    FORMAT_VERSION,
+    PARAMS_FILE,
+    STOPWORDS,
+    _Stemmer,
+    split_words,
+)
 from searchain_graph.ir.index_dir import load_array
 
-FORMAT_VERSION = 1
-PARAMS_FILE = "bm25.json"
-ARRAYS = ("data", "indices", "indptr", "doc_lengths")
-
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just me more most my
-    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
-    some such than that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves s t""".split()
-)
-"""English stopwords dropped before stemming (function words only; numbers and names stay)."""
-
-_ASCII_NON_WORD = bytes(c for c in range(128) if not chr(c).isalnum())
-_BLANK_ASCII = bytes.maketrans(_ASCII_NON_WORD, b" " * len(_ASCII_NON_WORD))
-_NON_ASCII_NON_WORD = re.compile(r"[^\w\s\x00-\x7f]+|_")
-
-
-def split_words(text: str) -> list[bytes]:
-    """Lower-case ``text`` and split it into words (runs of letters and digits), as UTF-8 bytes."""
-    text = text.lower()
-    if not text.isascii():
-        text = _NON_ASCII_NON_WORD.sub(" ", text)
-    return text.encode("utf-8").translate(_BLANK_ASCII).split()
-
+__all__ = ["ARRAYS", "FORMAT_VERSION", "PARAMS_FILE", "STOPWORDS", "BM25Index", "split_words"]
 
 _STEMMER_LOCK = threading.Lock()
-
-
-class _Stemmer:
-    """Snowball English stemming with stopwords removed, cached per word.
-
-    PyStemmer's stemmer objects are not thread-safe, so calls are serialised: one index
-    can serve concurrent queries (the evaluation harness's threads, a server's requests).
-    """
-
-    def __init__(self) -> None:
-        import Stemmer
-
-        self._stemmer = Stemmer.Stemmer("english")
-        self._lock = threading.Lock()
-
-    def stems(self, words: Sequence[bytes]) -> list[str | None]:
-        """The stem of each word, ``None`` for stopwords."""
-        decoded = [w.decode("utf-8", "replace") for w in words]
-        with self._lock:
-            stemmed = self._stemmer.stemWords(decoded)
-        return [None if word in STOPWORDS else stem for word, stem in zip(decoded, stemmed, strict=True)]
-
-
-def _exit_with_parent(parent: int, every: float = 0.2) -> None:
-    """Pool worker initializer: exit as soon as the process that started the pool is gone.
-
-    A ``searchain index`` killed with SIGKILL cannot shut its pool down; without this its
-    workers would live on, orphaned, blocked on a queue that nobody writes to.
-    """
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(every)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
-def _count_chunk(texts: list[str]) -> tuple[list[str], npt.NDArray[np.int32], npt.NDArray[np.int32], Any, Any]:
-    """Tokenise and count one chunk of passages.
-
-    Returns:
-        ``(stems, doc, term, tf, lengths)``: the chunk's distinct stems, and one row per
-        (passage, stem) pair: the passage's position in the chunk, the stem's position
-        in ``stems``, and its count; plus each passage's length in stems.
-    """
-    per_text = [split_words(text) for text in texts]
-    lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
-    flat = list(itertools.chain.from_iterable(per_text))
-    del per_text
-    # dict.fromkeys and map run in C: about twice as fast as a Python loop assigning ids.
-    local: dict[bytes, int] = dict.fromkeys(flat, 0)
-    for n, word in enumerate(local):
-        local[word] = n
-    word_ids = np.fromiter(map(local.__getitem__, flat), dtype=np.int64, count=len(flat))
-    words = list(local)
-    stems = _Stemmer().stems(words)
-    stem_ids: dict[str, int] = {}
-    lut = np.full(len(words) + 1, -1, dtype=np.int64)
-    for j, stem in enumerate(stems):
-        if stem is not None:
-            lut[j] = stem_ids.setdefault(stem, len(stem_ids))
-    doc_of_token = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
-    term_of_token = lut[word_ids]
-    keep = term_of_token >= 0
-    doc_of_token, term_of_token = doc_of_token[keep], term_of_token[keep]
-    lengths = np.bincount(doc_of_token, minlength=len(texts)).astype(np.int32)
-    n_stems = max(len(stem_ids), 1)
-    pairs, tf = np.unique(doc_of_token * n_stems + term_of_token, return_counts=True)
-    doc = (pairs // n_stems).astype(np.int32)
-    term = (pairs % n_stems).astype(np.int32)
-    return list(stem_ids), doc, term, tf.astype(np.int32), lengths
-
-
-def _stable_argsort_u32(values: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
-    """Stable argsort of non-negative 32-bit ints as LSD radix passes over 16-bit digits.
-
-    NumPy's stable sort is a radix sort for 16-bit types (O(n)), and a merge sort otherwise;
-    this is about 4x faster than ``np.lexsort`` on the millions of rows of an index.
-    """
-    order = np.argsort((values & 0xFFFF).astype(np.uint16), kind="stable")
-    if values.size and int(values.max()) > 0xFFFF:
-        high = (values[order] >> 16).astype(np.uint16)
-        order = order[np.argsort(high, kind="stable")]
-    return order
-
-
-def _chunks(texts: Iterable[str], size: int) -> Iterator[list[str]]:
-    iterator = iter(texts)
-    while chunk := list(itertools.islice(iterator, size)):
-        yield chunk
 
 
 class BM25Index:
@@ -206,7 +90,11 @@ class BM25Index:
         chunk_size: int = 8192,
         progress: Callable[[int], None] | None = None,
     ) -> BM25Index:
-        """Index ``texts`` (streamed: any iterable, consumed once).
+        """Index ``texts`` (streamed: any iterable, consumed once) and hold the index in memory.
+
+        The build is :func:`~searchain_graph.ir.bm25_build.build_bm25` (bounded memory, shards
+        on disk) into a temporary directory, read back whole. For an index on disk, call that
+        function (``build_index`` and ``searchain index`` do).
 
         Args:
             texts: Passage texts, in passage-id order.
@@ -220,78 +108,11 @@ class BM25Index:
         Raises:
             ValueError: ``texts`` is empty.
         """
-        if workers is None:
-            workers = min(os.cpu_count() or 1, 8)
-        parts: list[tuple[int, tuple[list[str], Any, Any, Any, Any]]] = []
-        offset = 0
+        from searchain_graph.ir.bm25_build import build_bm25
 
-        def collect(start: int, result: tuple[list[str], Any, Any, Any, Any]) -> None:
-            parts.append((start, result))
-            if progress is not None:
-                progress(len(result[4]))
-
-        chunks = _chunks(texts, chunk_size)
-        first = next(chunks, None)
-        if first is None:
-            raise ValueError("cannot build a BM25 index over an empty corpus")
-        second = next(chunks, None)
-        if second is None or workers <= 1:
-            for chunk in itertools.chain([first], [second] if second else [], chunks):
-                collect(offset, _count_chunk(chunk))
-                offset += len(chunk)
-        else:
-            methods = multiprocessing.get_all_start_methods()
-            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            with ProcessPoolExecutor(
-                max_workers=workers, mp_context=context, initializer=_exit_with_parent, initargs=(os.getpid(),)
-            ) as pool:
-                pending: list[tuple[int, Future[tuple[list[str], Any, Any, Any, Any]]]] = []
-                for chunk in itertools.chain([first, second], chunks):
-                    pending.append((offset, pool.submit(_count_chunk, chunk)))
-                    offset += len(chunk)
-                    while len(pending) > 2 * workers:
-                        start, future = pending.pop(0)
-                        collect(start, future.result())
-                for start, future in pending:
-                    collect(start, future.result())
-        return cls._from_parts(parts, offset, k1=k1, b=b)
-
-    @classmethod
-    def _from_parts(
-        cls, parts: list[tuple[int, tuple[list[str], Any, Any, Any, Any]]], num_docs: int, *, k1: float, b: float
-    ) -> BM25Index:
-        vocab: dict[str, int] = {}
-        docs, terms, tfs = [], [], []
-        doc_lengths = np.zeros(num_docs, dtype=np.int32)
-        for start, (stems, doc, term, tf, lengths) in parts:
-            lut = np.fromiter((vocab.setdefault(s, len(vocab)) for s in stems), dtype=np.int32, count=len(stems))
-            docs.append(doc + np.int32(start))
-            terms.append(lut[term] if len(stems) else term)
-            tfs.append(tf)
-            doc_lengths[start : start + len(lengths)] = lengths
-        doc = np.concatenate(docs)
-        term = np.concatenate(terms)
-        tf = np.concatenate(tfs).astype(np.float32)
-        # Rows arrive in passage order (chunks in order, each sorted by passage), so a stable
-        # sort by stem gives stem-major, passage-minor order: two 16-bit radix passes.
-        order = _stable_argsort_u32(term)
-        doc, term, tf = doc[order], term[order], tf[order]
-        df = np.bincount(term, minlength=len(vocab))
-        indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
-        np.cumsum(df, out=indptr[1:])
-        avgdl = float(doc_lengths.mean()) or 1.0
-        idf = np.log1p((num_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
-        norm = (k1 * (1.0 - b + b * doc_lengths.astype(np.float32) / avgdl)).astype(np.float32)
-        data = (idf[term] * tf / (tf + norm[doc])).astype(np.float32)
-        return cls(
-            vocab=vocab,
-            data=data,
-            indices=doc.astype(np.int32),
-            indptr=indptr,
-            doc_lengths=doc_lengths,
-            k1=k1,
-            b=b,
-        )
+        with tempfile.TemporaryDirectory(prefix="searchain-bm25-") as scratch:
+            build_bm25(texts, scratch, k1=k1, b=b, workers=workers, chunk_size=chunk_size, progress=progress)
+            return cls.load(scratch, mmap=False)
 
     def query_terms(self, query: str) -> list[int]:
         """The distinct stem ids of ``query`` that occur in the index."""

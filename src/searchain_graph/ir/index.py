@@ -20,7 +20,7 @@ from typing import Literal
 
 from langchain_core.retrievers import BaseRetriever
 
-from searchain_graph.ir.bm25 import BM25Index
+from searchain_graph.ir.bm25_build import build_bm25
 from searchain_graph.ir.bm25_retriever import BM25Retriever
 from searchain_graph.ir.corpus import iter_corpora, passage_text, write_passages
 from searchain_graph.ir.index_dir import MANIFEST, IndexSummary, read_manifest, write_index
@@ -59,9 +59,7 @@ def build_index(
 
         def write(out: Path, report: Callable[[int], None] | None) -> int:
             stored = write_passages(iter_corpora(paths), out)
-            index = BM25Index.build((passage_text(d) for d in stored), workers=workers, progress=report)
-            index.save(out)
-            return index.num_docs
+            return build_bm25((passage_text(d) for d in stored), out, workers=workers, progress=report)
 
         return write_index(directory, "bm25", sources, write, progress=progress)
     if retriever == "colbert":

@@ -1,0 +1,208 @@
+"""Building a BM25 index in bounded memory: sorted shards spilled to disk, then merged by term range.
+
+An index over Wikipedia's 21M passages has about a billion (passage, stem) rows. Sorting them
+in memory, as a simple build would, takes about 0.7 GB per million passages; this build keeps
+at most ``shard_rows`` rows in memory at once, whatever the corpus size:
+
+1. **count**: chunks of passages are tokenised and counted (in worker processes when the
+   corpus is large: :func:`~searchain_graph.ir.bm25_count.count_chunks`), and each chunk's stems
+   get global ids in order of first sight;
+2. **spill**: every ``shard_rows`` rows, the rows so far are sorted by stem (passages stay in
+   order within a stem: a stable sort) and written to three raw files, with the shard's own
+   per-stem offsets;
+3. **merge**: once the corpus is read, the document frequencies, IDF and length norms are
+   known. The final arrays are written front to back, one block of stems at a time: each
+   block takes its rows from every shard (a contiguous range in each, since shards are
+   sorted by stem), sorts them by stem (stable: shard order is passage order), computes the
+   scores and appends them to ``bm25_data.npy`` and ``bm25_indices.npy``.
+
+Memory is the vocabulary, one ``int32`` and one ``float32`` per passage (lengths and norms),
+and one shard or block of rows (about 40 bytes a row while sorting). Shards are read with plain
+file reads, not memory maps, so that the pages read do not count against the build's resident
+memory. The result is the same index, array for array, as the in-memory sort gave.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import numpy.typing as npt
+
+from searchain_graph.ir.bm25_count import FORMAT_VERSION, PARAMS_FILE, count_chunks, stable_argsort_u32
+from searchain_graph.ir.index_dir import load_array
+
+__all__ = ["SHARD_ROWS", "build_bm25"]
+
+SHARD_ROWS = 16_000_000
+"""Rows (passage, stem pairs) held in memory before a shard is spilled: about 0.6 GB while sorting."""
+_WORK = "bm25_shards.tmp"
+
+
+def _write_npy_header(handle: BinaryIO, dtype: str, length: int) -> None:
+    np.lib.format.write_array_header_1_0(handle, {"descr": dtype, "fortran_order": False, "shape": (length,)})
+
+
+def _read(path: Path, dtype: type[np.generic], start: int, stop: int) -> npt.NDArray[Any]:
+    itemsize = np.dtype(dtype).itemsize
+    with path.open("rb") as handle:
+        handle.seek(start * itemsize)
+        return np.fromfile(handle, dtype=dtype, count=stop - start)
+
+
+class _Shards:
+    """The spilled shards of a build: rows sorted by stem, and each shard's per-stem offsets."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.offsets: list[Path] = []
+        self.df = np.zeros(0, dtype=np.int64)
+        self.rows = 0
+
+    def spill(self, docs: list[Any], terms: list[Any], tfs: list[Any], vocab_size: int) -> None:
+        term = np.concatenate(terms)
+        order = stable_argsort_u32(term)
+        n = len(self.offsets)
+        term = term[order]
+        for name, values in (("doc", np.concatenate(docs)[order]), ("tf", np.concatenate(tfs)[order])):
+            values.astype(np.int32, copy=False).tofile(self.directory / f"{n}.{name}")
+        del order
+        counts = np.bincount(term, minlength=vocab_size)
+        offsets = np.zeros(vocab_size + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        np.save(self.directory / f"{n}.offsets.npy", offsets)
+        if len(self.df) < vocab_size:
+            self.df = np.concatenate([self.df, np.zeros(vocab_size - len(self.df), dtype=np.int64)])
+        self.df += counts
+        self.rows += len(term)
+        self.offsets.append(self.directory / f"{n}.offsets.npy")
+
+    def block(self, first: int, stop: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[Any]]:
+        """The rows of stems ``first..stop-1`` from every shard: ``(stem, passage, tf)``, stem-major."""
+        terms, docs, tfs = [], [], []
+        for n, path in enumerate(self.offsets):
+            offsets = load_array(path, mmap=True)
+            size = len(offsets) - 1  # stems this shard knew of
+            lo, hi = int(offsets[min(first, size)]), int(offsets[min(stop, size)])
+            if hi > lo:
+                counts = np.diff(np.asarray(offsets[min(first, size) : min(stop, size) + 1]))
+                terms.append(np.repeat(np.arange(min(first, size), min(stop, size), dtype=np.int32), counts))
+                docs.append(_read(self.directory / f"{n}.doc", np.int32, lo, hi))
+                tfs.append(_read(self.directory / f"{n}.tf", np.int32, lo, hi))
+            del offsets
+        if not terms:
+            return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32)
+        term = np.concatenate(terms)
+        order = stable_argsort_u32(term - np.int32(first))
+        return term[order], np.concatenate(docs)[order], np.concatenate(tfs)[order]
+
+
+def build_bm25(
+    texts: Iterable[str],
+    directory: str | Path,
+    *,
+    k1: float = 1.5,
+    b: float = 0.75,
+    workers: int | None = None,
+    chunk_size: int = 8192,
+    shard_rows: int = SHARD_ROWS,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Build a BM25 index over ``texts`` into ``directory`` in bounded memory; returns the passage count.
+
+    Writes the files :meth:`~searchain_graph.ir.bm25.BM25Index.load` reads. Scratch shards go
+    to ``directory/bm25_shards.tmp`` and are deleted at the end (and on an error).
+
+    Args:
+        texts: The passages' texts, streamed once.
+        directory: Where the index files go (created if needed).
+        k1: BM25's term-frequency saturation.
+        b: BM25's length normalisation.
+        workers: Tokenising processes (``None``: one per core, at most 8, once the corpus exceeds
+            one chunk; ``1``: in this process).
+        chunk_size: Passages per unit of work.
+        shard_rows: Rows held in memory before a shard is spilled to disk.
+        progress: Called with the number of passages of each finished chunk.
+
+    Raises:
+        ValueError: ``texts`` is empty.
+    """
+    directory = Path(directory)
+    shards = _Shards(directory / _WORK)
+    try:
+        vocab: dict[str, int] = {}
+        lengths: list[npt.NDArray[np.int32]] = []
+        docs: list[Any] = []
+        terms: list[Any] = []
+        tfs: list[Any] = []
+        held = 0
+        for start, (stems, doc, term, tf, chunk_lengths) in count_chunks(texts, workers=workers, chunk_size=chunk_size):
+            lut = np.fromiter((vocab.setdefault(s, len(vocab)) for s in stems), dtype=np.int32, count=len(stems))
+            docs.append(doc + np.int32(start))
+            terms.append(lut[term] if len(stems) else term)
+            tfs.append(tf)
+            lengths.append(chunk_lengths)
+            held += len(doc)
+            if held >= shard_rows:
+                shards.spill(docs, terms, tfs, len(vocab))
+                docs, terms, tfs, held = [], [], [], 0
+            if progress is not None:
+                progress(len(chunk_lengths))
+        if not lengths:
+            raise ValueError("cannot build a BM25 index over an empty corpus")
+        if held:
+            shards.spill(docs, terms, tfs, len(vocab))
+        del docs, terms, tfs
+        doc_lengths = np.concatenate(lengths).astype(np.int32)
+        del lengths
+        _merge(shards, directory, doc_lengths, len(vocab), k1=k1, b=b, block_rows=max(1, shard_rows))
+        np.save(directory / "bm25_doc_lengths.npy", doc_lengths)
+        params = {"format_version": FORMAT_VERSION, "k1": k1, "b": b, "vocab": vocab}
+        (directory / PARAMS_FILE).write_text(json.dumps(params, ensure_ascii=False), encoding="utf-8")
+        return int(doc_lengths.shape[0])
+    finally:
+        shutil.rmtree(shards.directory, ignore_errors=True)
+
+
+def _merge(
+    shards: _Shards,
+    directory: Path,
+    doc_lengths: npt.NDArray[np.int32],
+    vocab_size: int,
+    *,
+    k1: float,
+    b: float,
+    block_rows: int,
+) -> None:
+    """Write ``bm25_indptr``, ``bm25_indices`` and ``bm25_data`` from the shards, one block of stems at a time."""
+    num_docs = len(doc_lengths)
+    df = np.zeros(vocab_size, dtype=np.int64)
+    df[: len(shards.df)] = shards.df
+    indptr = np.zeros(vocab_size + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    np.save(directory / "bm25_indptr.npy", indptr)
+    avgdl = float(doc_lengths.mean()) or 1.0
+    idf = np.log1p((num_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+    norm = (k1 * (1.0 - b + b * doc_lengths.astype(np.float32) / avgdl)).astype(np.float32)
+    total = int(indptr[-1])
+    # Block boundaries: stems whose rows add up to about block_rows (one huge stem is a block alone).
+    bounds = np.searchsorted(indptr, np.arange(0, total, block_rows), side="right") - 1
+    bounds = np.union1d([0], bounds[(bounds >= 0) & (bounds < vocab_size)])
+    bounds = np.append(bounds, vocab_size)
+    with (
+        (directory / "bm25_data.npy").open("wb") as data_file,
+        (directory / "bm25_indices.npy").open("wb") as indices_file,
+    ):
+        _write_npy_header(data_file, "<f4", total)
+        _write_npy_header(indices_file, "<i4", total)
+        for first, stop in zip(bounds[:-1], bounds[1:], strict=True):
+            term, doc, tf_int = shards.block(int(first), int(stop))
+            tf = tf_int.astype(np.float32)
+            data = (idf[term] * tf / (tf + norm[doc])).astype(np.float32)
+            data.tofile(data_file)
+            doc.astype(np.int32, copy=False).tofile(indices_file)
