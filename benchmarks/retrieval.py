@@ -23,7 +23,7 @@ import random
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from langchain_core.documents import Document
@@ -39,10 +39,14 @@ QUESTIONS = ROOT / "examples/data/hotpotqa_dev20_questions.jsonl"
 
 def synthesise(n: int, *, seed: int = 0) -> list[Document]:
     """``n`` passages: the real paragraphs repeated, each copy perturbed (see the module docstring)."""
+    return list(iter_synthetic(n, seed=seed))
+
+
+def iter_synthetic(n: int, *, seed: int = 0) -> Iterator[Document]:
+    """:func:`synthesise`, one passage at a time (for corpora of millions)."""
     base = load_corpus(PARAGRAPHS)
     rng = random.Random(seed)
     vocab = sorted({w for d in base for w in d.page_content.split()})
-    out = []
     for i in range(n):
         doc = base[i % len(base)]
         copy = i // len(base)
@@ -51,8 +55,7 @@ def synthesise(n: int, *, seed: int = 0) -> list[Document]:
             for _ in range(max(1, len(words) // 10)):
                 words[rng.randrange(len(words))] = rng.choice(vocab)
         title = doc.metadata["title"] + (f" ({copy})" if copy else "")
-        out.append(Document(page_content=" ".join(words), metadata={"id": str(i), "title": title}))
-    return out
+        yield Document(page_content=" ".join(words), metadata={"id": str(i), "title": title})
 
 
 def queries() -> list[str]:

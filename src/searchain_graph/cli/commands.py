@@ -47,6 +47,8 @@ def run_index(args: argparse.Namespace) -> int:
             retriever=args.retriever,
             checkpoint=args.checkpoint,
             workers=args.workers,
+            k1=args.bm25_k1,
+            b=args.bm25_b,
             progress=bar.update,
         )
     print(

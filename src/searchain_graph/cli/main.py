@@ -250,6 +250,8 @@ def _build_parser() -> argparse.ArgumentParser:
         help="ColBERT checkpoint, hub name or local directory (default colbert-ir/colbertv2.0)",
     )
     index.add_argument("--workers", type=int, default=None, help="BM25 tokenising processes (default: one per core)")
+    index.add_argument("--bm25-k1", type=float, default=1.5, help="BM25 k1 (default 1.5)")
+    index.add_argument("--bm25-b", type=float, default=0.75, help="BM25 b (default 0.75)")
     index.add_argument("--quiet", action="store_true", help="no progress bar")
     add_calibrate_parser(sub)
     return parser

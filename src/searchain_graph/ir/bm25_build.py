@@ -130,8 +130,10 @@ def build_bm25(
         progress: Called with the number of passages of each finished chunk.
 
     Raises:
-        ValueError: ``texts`` is empty.
+        ValueError: ``texts`` is empty, or ``k1`` or ``b`` is out of range.
     """
+    if not (k1 >= 0 and 0 <= b <= 1):
+        raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
     directory = Path(directory)
     shards = _Shards(directory / _WORK)
     try:

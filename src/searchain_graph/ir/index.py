@@ -36,6 +36,8 @@ def build_index(
     retriever: RetrieverName = "bm25",
     checkpoint: str | None = None,
     workers: int | None = None,
+    k1: float = 1.5,
+    b: float = 0.75,
     progress: Callable[[int], None] | None = None,
 ) -> IndexSummary:
     """Index corpus files into ``directory``, streaming them in one pass.
@@ -47,6 +49,8 @@ def build_index(
         retriever: ``"bm25"`` or ``"colbert"`` (needs ``searchain-graph[colbert]``).
         checkpoint: ColBERT checkpoint (hub name or local directory); ColBERT only.
         workers: BM25 tokenising processes (``None``: one per core).
+        k1: BM25's term-frequency saturation (Lucene and Pyserini default to 1.2 and 0.9).
+        b: BM25's length normalisation (Pyserini's MS MARCO setting is 0.4).
         progress: Called with the number of passages indexed since the last call.
 
     Raises:
@@ -59,7 +63,8 @@ def build_index(
 
         def write(out: Path, report: Callable[[int], None] | None) -> int:
             stored = write_passages(iter_corpora(paths), out)
-            return build_bm25((passage_text(d) for d in stored), out, workers=workers, progress=report)
+            texts = (passage_text(d) for d in stored)
+            return build_bm25(texts, out, k1=k1, b=b, workers=workers, progress=report)
 
         return write_index(directory, "bm25", sources, write, progress=progress)
     if retriever == "colbert":

@@ -1,0 +1,198 @@
+"""BM25 at millions of passages: build rate, peak memory, disk, query latency, beside tantivy.
+
+For each size, a corpus is synthesised to a JSONL file as in ``benchmarks/retrieval.py`` (the
+1,999 shipped HotpotQA paragraphs repeated, each copy with 10% of its words replaced), then:
+
+* ``searchain index`` builds it (a separate process; its peak memory is the largest resident
+  set of the process tree, sampled every 0.1 s from ``/proc``, plus the kernel's ``ru_maxrss``
+  of the largest process);
+* ``tantivy`` (Rust, Lucene-like; ``pip install tantivy``) indexes the same passages (title and
+  text in one field, its ``en_stem`` tokenizer) with 2 threads, in a separate process;
+* both answer the same queries (the shipped HotpotQA questions and their first halves,
+  punctuation removed for tantivy's query parser), top 10, with BM25 at k1 = 1.2, b = 0.75
+  (tantivy's fixed parameters; ``searchain index --bm25-k1 1.2``): p50/p95 latency, and the
+  overlap of the two top-10 lists.
+
+    python benchmarks/bm25_scale.py --sizes 1000000 5000000 --workdir /tmp/bm25-scale
+
+Targets (issue 13), at 5M passages: build >= 15k passages/s, peak RSS <= 4 GB, query p50 <= 10 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from retrieval import iter_synthetic, percentile, queries  # noqa: E402
+
+from searchain_graph.ir.corpus import passage_text  # noqa: E402
+from searchain_graph.ir.index import load_index  # noqa: E402
+
+
+def _tree_rss(root: int) -> int:
+    """Resident bytes of ``root`` and its descendants (Linux ``/proc``)."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+            pid = int(stat.parent.name)
+            parents[pid], rss[pid] = int(fields[1]), int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            continue
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(rss.get(pid, 0) for pid in tree)
+
+
+def measured(command: list[str]) -> tuple[float, int, int]:
+    """Run ``command``: ``(seconds, peak resident bytes of its process tree, ru_maxrss of the largest process)``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.perf_counter()
+    proc = subprocess.Popen(command)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss(proc.pid))
+        time.sleep(0.1)
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{command[:4]} failed with exit status {proc.returncode}")
+    largest = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024
+    return seconds, peak, largest
+
+
+def disk(path: Path) -> int:
+    """Bytes of a file, or of every file under a directory."""
+    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def write_corpus(n: int, path: Path) -> None:
+    if path.is_file() and sum(1 for _ in path.open("rb")) == n:
+        return
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for doc in iter_synthetic(n):
+            handle.write(json.dumps({**doc.metadata, "text": doc.page_content}, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def tantivy_build(corpus: Path, out: Path) -> None:
+    """Index ``corpus`` with tantivy (run in a child process by :func:`measured`)."""
+    import tantivy
+
+    from searchain_graph.ir.corpus import iter_corpus
+
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
+    builder.add_unsigned_field("row", stored=True, indexed=False)
+    index = tantivy.Index(builder.build(), path=str(out))
+    writer = index.writer(heap_size=1_000_000_000, num_threads=2)
+    for row, doc in enumerate(iter_corpus(corpus)):
+        writer.add_document(tantivy.Document(body=passage_text(doc), row=row))
+    writer.commit()
+    writer.wait_merging_threads()
+
+
+def tantivy_search(out: Path) -> tuple[object, object]:
+    import tantivy
+
+    index = tantivy.Index.open(str(out))
+    index.reload()
+    return index, index.searcher()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 5_000_000])
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/bm25-scale"))
+    parser.add_argument("--engines", nargs="+", default=["searchain", "tantivy"])
+    parser.add_argument("--repeats", type=int, default=5, help="passes over the queries")
+    parser.add_argument("--keep", action="store_true", help="keep corpora and indexes")
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    qs = queries()
+    rows = []
+    for size in args.sizes:
+        corpus = args.workdir / f"corpus-{size}.jsonl"
+        started = time.perf_counter()
+        write_corpus(size, corpus)
+        print(f"# {size:,} passages: corpus {disk(corpus) / 2**30:.2f} GiB ({time.perf_counter() - started:.0f} s)")
+        tops: dict[str, list[list[int]]] = {}
+        for engine in args.engines:
+            out = args.workdir / f"{engine}-{size}"
+            if engine == "searchain":
+                command = [sys.executable, "-m", "searchain_graph", "index", str(corpus), "--out", str(out)]
+                command += ["--bm25-k1", "1.2", "--quiet"]
+            else:
+                command = [sys.executable, __file__, "_tantivy", str(corpus), str(out)]
+            seconds, peak, largest = measured(command)
+            latencies: list[float] = []
+            top: list[list[int]] = []
+            if engine == "searchain":
+                retriever = load_index(out, k=10)
+                index = retriever._index  # the engine: row ids, as tantivy gives
+                assert index is not None
+                for n in range(args.repeats):
+                    for q in qs:
+                        t0 = time.perf_counter()
+                        ids, _ = index.search(q, 10)
+                        latencies.append(time.perf_counter() - t0)
+                        if n == 0:
+                            top.append(ids.tolist())
+            else:
+                tindex, searcher = tantivy_search(out)
+                for n in range(args.repeats):
+                    for q in qs:
+                        t0 = time.perf_counter()
+                        query = tindex.parse_query(re.sub(r"[^\w\s]", " ", q), ["body"])  # type: ignore[attr-defined]
+                        hits = searcher.search(query, 10).hits  # type: ignore[attr-defined]
+                        ids = [searcher.doc(address)["row"][0] for _, address in hits]  # type: ignore[attr-defined]
+                        latencies.append(time.perf_counter() - t0)
+                        if n == 0:
+                            top.append(ids)
+            tops[engine] = top
+            row = {
+                "engine": engine,
+                "passages": size,
+                "build_s": round(seconds, 1),
+                "passages_per_s": round(size / seconds),
+                "peak_rss_tree_gib": round(peak / 2**30, 2),
+                "max_rss_largest_gib": round(largest / 2**30, 2),
+                "disk_gib": round(disk(out) / 2**30, 3),
+                "query_p50_ms": round(1000 * statistics.median(latencies), 2),
+                "query_p95_ms": round(1000 * percentile(latencies, 95), 2),
+            }
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            if not args.keep:
+                shutil.rmtree(out, ignore_errors=True)
+        if len(tops) == 2:
+            a, b = tops.values()
+            shared = [len(set(x) & set(y)) / max(1, min(10, len(x), len(y))) for x, y in zip(a, b, strict=True)]
+            overlap = statistics.fmean(shared)
+            print(json.dumps({"passages": size, "top10_overlap": round(overlap, 3), "queries": len(qs)}), flush=True)
+        if not args.keep:
+            corpus.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "_tantivy":
+        tantivy_build(Path(sys.argv[2]), Path(sys.argv[3]))
+    else:
+        main()
