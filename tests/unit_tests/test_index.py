@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import random
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -114,14 +115,43 @@ def test_spilled_shards_build_the_same_index(tmp_path: Path) -> None:
     for name in ("indices", "indptr", "doc_lengths"):
         assert np.array_equal(getattr(one, name), getattr(many, name)), name
     np.testing.assert_allclose(one.data, many.data, rtol=1e-6)
+    np.testing.assert_allclose(one.max_scores, many.max_scores, rtol=1e-6)
+    spans = zip(one.indptr[:-1], one.indptr[1:], strict=True)
+    np.testing.assert_allclose(one.max_scores, [one.data[a:b].max() for a, b in spans], rtol=1e-6)
     for query in ("Kevin Drew Toronto", "band Canada extra", "copy 4"):
         a, b = one.search(query, k=10), many.search(query, k=10)
         assert a[0].tolist() == b[0].tolist()
         expected = _lucene_bm25(texts, query)
         np.testing.assert_allclose(b[1], sorted((s for s in expected if s > 0), reverse=True)[:10], rtol=1e-5)
     assert sorted(p.name for p in (tmp_path / "many").iterdir()) == sorted(
-        ["bm25.json", "bm25_data.npy", "bm25_doc_lengths.npy", "bm25_indices.npy", "bm25_indptr.npy"]
+        [
+            "bm25.json",
+            "bm25_data.npy",
+            "bm25_doc_lengths.npy",
+            "bm25_indices.npy",
+            "bm25_indptr.npy",
+            "bm25_max_scores.npy",
+        ]
     )  # the scratch shards are gone
+
+
+def test_pruned_search_returns_the_exhaustive_top_k() -> None:
+    rng = random.Random(3)
+    words = "alpha beta gamma delta epsilon toronto montreal bus terminal album singer river city".split()
+    rare = [f"rare{n}" for n in range(30)]
+    texts = [
+        " ".join(rng.choices(words, k=rng.randint(3, 30)) + rng.sample(rare, rng.randint(0, 2))) for _ in range(3000)
+    ]
+    index = BM25Index.build(texts, workers=1)
+    assert index.max_scores is not None and len(index.max_scores) == len(index.vocab)
+    exhaustive = BM25Index(**{k: v for k, v in vars(index).items() if k != "_stemmer"} | {"max_scores": None})
+    for _ in range(300):
+        query = " ".join(rng.choices(words + rare, k=rng.randint(2, 6)))
+        for k in (1, 3, 10):
+            a, b = index.search(query, k), exhaustive.search(query, k)
+            np.testing.assert_allclose(a[1], b[1], rtol=1e-5)
+            tied = np.isclose(b[1], b[1][-1], rtol=1e-5)  # the last score's ties may be cut either way
+            assert a[0][~tied].tolist() == b[0][~tied].tolist()
 
 
 def test_a_failed_build_removes_its_shards(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +35,7 @@ import numpy.typing as npt
 from searchain_graph.ir.bm25_count import (
     ARRAYS,
     FORMAT_VERSION,
+    MAX_SCORES,
     PARAMS_FILE,
     STOPWORDS,
     _Stemmer,
@@ -63,8 +65,13 @@ class BM25Index:
         doc_lengths: npt.NDArray[np.int32],
         k1: float,
         b: float,
+        max_scores: npt.NDArray[np.float32] | None = None,
     ) -> None:
-        """Wrap built arrays; use :meth:`build` or :meth:`load` rather than calling this."""
+        """Wrap built arrays; use :meth:`build` or :meth:`load` rather than calling this.
+
+        ``max_scores`` (each stem's highest score) lets :meth:`search` skip long posting lists
+        that cannot change the top k; an index without it (built before it existed) reads them.
+        """
         self.vocab = vocab
         self.data = data
         self.indices = indices
@@ -72,6 +79,7 @@ class BM25Index:
         self.doc_lengths = doc_lengths
         self.k1 = k1
         self.b = b
+        self.max_scores = max_scores
         self._stemmer: _Stemmer | None = None
 
     @property
@@ -133,16 +141,10 @@ class BM25Index:
         terms = self.query_terms(query)
         if not terms or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        slices = [slice(int(self.indptr[t]), int(self.indptr[t + 1])) for t in terms]
-        docs = np.concatenate([self.indices[s] for s in slices])
-        weights = np.concatenate([self.data[s] for s in slices])
-        if self.num_docs <= 4 * len(docs) or self.num_docs <= 2_000_000:
-            scores = np.bincount(docs, weights=weights, minlength=self.num_docs)
-            candidates = np.flatnonzero(scores)
-            cand_scores = scores[candidates]
+        if self.max_scores is not None and len(terms) > 1:
+            candidates, cand_scores = self._pruned(terms, k)
         else:
-            candidates, inverse = np.unique(docs, return_inverse=True)
-            cand_scores = np.bincount(inverse, weights=weights)
+            candidates, cand_scores = self._exhaustive(terms)
         if len(candidates) > k:
             kth = np.partition(cand_scores, len(cand_scores) - k)[len(cand_scores) - k]
             keep = cand_scores >= kth
@@ -150,12 +152,72 @@ class BM25Index:
         order = np.lexsort((candidates, -cand_scores))[:k]
         return candidates[order].astype(np.int64), cand_scores[order].astype(np.float32)
 
+    def _accumulate(
+        self, candidates: npt.NDArray[np.int64], scores: npt.NDArray[Any], term: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
+        """Add every passage of ``term`` to the candidates: sparse for short lists, dense for long ones."""
+        postings = slice(int(self.indptr[term]), int(self.indptr[term + 1]))
+        docs, weights = np.asarray(self.indices[postings]), np.asarray(self.data[postings])
+        if 8 * (len(candidates) + len(docs)) > self.num_docs:
+            dense = np.bincount(docs, weights=weights, minlength=self.num_docs)
+            dense[candidates] += scores
+            found = np.flatnonzero(dense)
+            return found.astype(np.int64), dense[found]
+        merged, inverse = np.unique(np.concatenate([candidates, docs]), return_inverse=True)
+        summed = np.bincount(inverse, weights=np.concatenate([scores, weights]), minlength=len(merged))
+        return merged.astype(np.int64), summed
+
+    def _exhaustive(self, terms: list[int]) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
+        """Every passage sharing a stem with the query, with its full score."""
+        slices = [slice(int(self.indptr[t]), int(self.indptr[t + 1])) for t in terms]
+        docs = np.concatenate([self.indices[s] for s in slices])
+        weights = np.concatenate([self.data[s] for s in slices])
+        if self.num_docs <= 4 * len(docs) or self.num_docs <= 2_000_000:
+            dense = np.bincount(docs, weights=weights, minlength=self.num_docs)
+            candidates = np.flatnonzero(dense)
+            return candidates.astype(np.int64), dense[candidates]
+        found, inverse = np.unique(docs, return_inverse=True)
+        return found.astype(np.int64), np.bincount(inverse, weights=weights)
+
+    def _pruned(self, terms: list[int], k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
+        """MaxScore (Turtle and Flood, 1995): the exact top ``k`` without reading every long posting list.
+
+        Stems are taken shortest list first (rare stems: the highest score bounds). Once ``k``
+        candidates exist, their ``k``-th best partial score is a lower bound of the final
+        ``k``-th score; when the stems left could add up to less than that (their stored maximum
+        scores), no passage outside the candidates can enter the top ``k``. The stems left then
+        only complete the candidates' scores, by binary search in their lists (sorted by passage).
+        """
+        starts = self.indptr[terms]
+        order = np.argsort(self.indptr[np.asarray(terms) + 1] - starts, kind="stable")
+        assert self.max_scores is not None
+        bounds = np.asarray(self.max_scores)[np.asarray(terms)[order]].astype(np.float64)
+        left = np.cumsum(bounds[::-1])[::-1]  # left[i]: the most stems i.. can still add
+        candidates, scores = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        full = len(order)
+        for i, j in enumerate(order):
+            if len(candidates) >= k:
+                theta = np.partition(scores, len(scores) - k)[len(scores) - k]
+                if left[i] * (1 + 1e-5) < theta:
+                    full = i
+                    break
+            candidates, scores = self._accumulate(candidates, scores, terms[j])
+        for j in order[full:]:
+            start, stop = int(self.indptr[terms[j]]), int(self.indptr[terms[j] + 1])
+            docs = self.indices[start:stop]  # a view: a memory-mapped list is read only where searched
+            at = np.minimum(np.searchsorted(docs, candidates), stop - start - 1)
+            hit = np.asarray(docs[at]) == candidates
+            scores[hit] += np.asarray(self.data[start:stop][at[hit]], dtype=np.float64)
+        return candidates, scores
+
     def save(self, directory: str | Path) -> None:
         """Write the index to ``directory`` (created if needed)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         for name in ARRAYS:
             np.save(directory / f"bm25_{name}.npy", getattr(self, name))
+        if self.max_scores is not None:
+            np.save(directory / f"bm25_{MAX_SCORES}.npy", self.max_scores)
         params = {"format_version": FORMAT_VERSION, "k1": self.k1, "b": self.b, "vocab": self.vocab}
         (directory / PARAMS_FILE).write_text(json.dumps(params, ensure_ascii=False), encoding="utf-8")
 
@@ -178,4 +240,7 @@ class BM25Index:
                 "rebuild it with `searchain index`"
             )
         arrays = {name: load_array(directory / f"bm25_{name}.npy", mmap=mmap) for name in ARRAYS}
+        bounds = directory / f"bm25_{MAX_SCORES}.npy"
+        if bounds.is_file():
+            arrays["max_scores"] = load_array(bounds, mmap=mmap)
         return cls(vocab=params["vocab"], k1=float(params["k1"]), b=float(params["b"]), **arrays)

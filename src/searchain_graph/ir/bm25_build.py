@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from searchain_graph.ir.bm25_count import FORMAT_VERSION, PARAMS_FILE, count_chunks, stable_argsort_u32
+from searchain_graph.ir.bm25_count import FORMAT_VERSION, MAX_SCORES, PARAMS_FILE, count_chunks, stable_argsort_u32
 from searchain_graph.ir.index_dir import load_array
 
 __all__ = ["SHARD_ROWS", "build_bm25"]
@@ -196,6 +196,7 @@ def _merge(
     bounds = np.searchsorted(indptr, np.arange(0, total, block_rows), side="right") - 1
     bounds = np.union1d([0], bounds[(bounds >= 0) & (bounds < vocab_size)])
     bounds = np.append(bounds, vocab_size)
+    bounds_per_stem = np.zeros(vocab_size, dtype=np.float32)
     with (
         (directory / "bm25_data.npy").open("wb") as data_file,
         (directory / "bm25_indices.npy").open("wb") as indices_file,
@@ -208,3 +209,7 @@ def _merge(
             data = (idf[term] * tf / (tf + norm[doc])).astype(np.float32)
             data.tofile(data_file)
             doc.astype(np.int32, copy=False).tofile(indices_file)
+            if len(data):  # every stem has at least one row, so each block's stems start where indptr says
+                starts = indptr[int(first) : int(stop)] - indptr[int(first)]
+                bounds_per_stem[int(first) : int(stop)] = np.maximum.reduceat(data, starts)
+    np.save(directory / f"bm25_{MAX_SCORES}.npy", bounds_per_stem)

@@ -26,6 +26,8 @@ import numpy.typing as npt
 FORMAT_VERSION = 1
 PARAMS_FILE = "bm25.json"
 ARRAYS = ("data", "indices", "indptr", "doc_lengths")
+MAX_SCORES = "max_scores"
+"""An optional array: each stem's highest score, the bound query-time pruning uses."""
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below
