@@ -152,20 +152,40 @@ class BM25Index:
         order = np.lexsort((candidates, -cand_scores))[:k]
         return candidates[order].astype(np.int64), cand_scores[order].astype(np.float32)
 
-    def _accumulate(
-        self, candidates: npt.NDArray[np.int64], scores: npt.NDArray[Any], term: int
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
-        """Add every passage of ``term`` to the candidates: sparse for short lists, dense for long ones."""
-        postings = slice(int(self.indptr[term]), int(self.indptr[term + 1]))
-        docs, weights = np.asarray(self.indices[postings]), np.asarray(self.data[postings])
-        if 8 * (len(candidates) + len(docs)) > self.num_docs:
-            dense = np.bincount(docs, weights=weights, minlength=self.num_docs)
-            dense[candidates] += scores
-            found = np.flatnonzero(dense)
-            return found.astype(np.int64), dense[found]
+    def _postings(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        start, stop = int(self.indptr[term]), int(self.indptr[term + 1])
+        return self.indices[start:stop], self.data[start:stop]
+
+    def _merge_sparse(self, candidates: Any, scores: Any, term: int) -> tuple[Any, Any]:
+        """Add every passage of a short posting list to the candidates."""
+        docs, weights = self._postings(term)
         merged, inverse = np.unique(np.concatenate([candidates, docs]), return_inverse=True)
         summed = np.bincount(inverse, weights=np.concatenate([scores, weights]), minlength=len(merged))
         return merged.astype(np.int64), summed
+
+    def _merge_dense(self, candidates: Any, scores: Any, terms: Any) -> tuple[Any, Any]:
+        """Add every passage of several (long) posting lists to the candidates, in one pass."""
+        parts = [self._postings(int(t)) for t in terms]
+        docs = np.concatenate([candidates, *(d for d, _ in parts)])
+        weights = np.concatenate([scores, *(w for _, w in parts)])
+        dense = np.bincount(docs, weights=weights, minlength=self.num_docs)
+        found = np.flatnonzero(dense)
+        return found.astype(np.int64), dense[found]
+
+    def _complete(self, candidates: Any, scores: Any, term: int) -> None:
+        """Add ``term``'s score to the candidates that contain it (binary search, the smaller side searched)."""
+        docs, weights = self._postings(term)
+        if not len(docs) or not len(candidates):
+            return
+        if len(candidates) <= len(docs):  # look the candidates up in the list: a few pages of a mapped list
+            at = np.minimum(np.searchsorted(docs, candidates), len(docs) - 1)
+            hit = np.asarray(docs[at]) == candidates
+            scores[hit] += np.asarray(weights[at[hit]], dtype=np.float64)
+        else:  # look the list up in the candidates
+            docs, weights = np.asarray(docs), np.asarray(weights)
+            at = np.minimum(np.searchsorted(candidates, docs), len(candidates) - 1)
+            hit = candidates[at] == docs
+            scores += np.bincount(at[hit], weights=weights[hit], minlength=len(candidates))
 
     def _exhaustive(self, terms: list[int]) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
         """Every passage sharing a stem with the query, with its full score."""
@@ -182,32 +202,40 @@ class BM25Index:
     def _pruned(self, terms: list[int], k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
         """MaxScore (Turtle and Flood, 1995): the exact top ``k`` without reading every long posting list.
 
-        Stems are taken shortest list first (rare stems: the highest score bounds). Once ``k``
-        candidates exist, their ``k``-th best partial score is a lower bound of the final
-        ``k``-th score; when the stems left could add up to less than that (their stored maximum
-        scores), no passage outside the candidates can enter the top ``k``. The stems left then
-        only complete the candidates' scores, by binary search in their lists (sorted by passage).
+        Stems are taken shortest list first (rare stems: the highest score bounds); ``left[i]`` is
+        the most that stems ``i..`` can add to a passage (their stored maximum scores). Short lists
+        are merged one by one. Once ``k`` candidates exist, their ``k``-th best partial score
+        ``theta`` is a lower bound of the final ``k``-th score: the stems up to the first ``i`` with
+        ``left[i] < theta`` are read whole (in one pass), and then no passage outside the
+        candidates can enter the top ``k``. Candidates that cannot reach ``theta`` either are
+        dropped, and the stems left only complete the others' scores by binary search.
         """
-        starts = self.indptr[terms]
-        order = np.argsort(self.indptr[np.asarray(terms) + 1] - starts, kind="stable")
         assert self.max_scores is not None
-        bounds = np.asarray(self.max_scores)[np.asarray(terms)[order]].astype(np.float64)
-        left = np.cumsum(bounds[::-1])[::-1]  # left[i]: the most stems i.. can still add
+        ids = np.asarray(terms, dtype=np.int64)
+        ids = ids[np.argsort(self.indptr[ids + 1] - self.indptr[ids], kind="stable")]
+        lengths = self.indptr[ids + 1] - self.indptr[ids]
+        bounds = np.asarray(self.max_scores)[ids].astype(np.float64)
+        left = np.append(np.cumsum(bounds[::-1])[::-1], 0.0) * (1 + 1e-5) + 1e-9  # a margin for rounding
         candidates, scores = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        full = len(order)
-        for i, j in enumerate(order):
-            if len(candidates) >= k:
-                theta = np.partition(scores, len(scores) - k)[len(scores) - k]
-                if left[i] * (1 + 1e-5) < theta:
-                    full = i
-                    break
-            candidates, scores = self._accumulate(candidates, scores, terms[j])
-        for j in order[full:]:
-            start, stop = int(self.indptr[terms[j]]), int(self.indptr[terms[j] + 1])
-            docs = self.indices[start:stop]  # a view: a memory-mapped list is read only where searched
-            at = np.minimum(np.searchsorted(docs, candidates), stop - start - 1)
-            hit = np.asarray(docs[at]) == candidates
-            scores[hit] += np.asarray(self.data[start:stop][at[hit]], dtype=np.float64)
+
+        def theta() -> float:
+            return float(np.partition(scores, len(scores) - k)[len(scores) - k]) if len(scores) >= k else 0.0
+
+        i = 0
+        while i < len(ids) and 8 * (len(candidates) + int(lengths[i])) <= self.num_docs and left[i] >= theta():
+            candidates, scores = self._merge_sparse(candidates, scores, int(ids[i]))
+            i += 1
+        bound = theta()
+        j = i
+        while j < len(ids) and left[j] >= bound:
+            j += 1
+        if j > i:
+            candidates, scores = self._merge_dense(candidates, scores, ids[i:j])
+        if j < len(ids) and len(scores) > k:
+            keep = scores + left[j] >= theta()
+            candidates, scores = candidates[keep], scores[keep]
+        for term in ids[j:]:
+            self._complete(candidates, scores, int(term))
         return candidates, scores
 
     def save(self, directory: str | Path) -> None:
