@@ -55,6 +55,10 @@ class BM25Index:
     :meth:`save` and :meth:`load`.
     """
 
+    sparse_share = 64
+    """MaxScore merges candidates one list at a time while they stay under 1/64 of the passages;
+    past that, one dense pass is cheaper (measured at 1M passages: 1/8 made p95 worse)."""
+
     def __init__(
         self,
         *,
@@ -222,7 +226,11 @@ class BM25Index:
             return float(np.partition(scores, len(scores) - k)[len(scores) - k]) if len(scores) >= k else 0.0
 
         i = 0
-        while i < len(ids) and 8 * (len(candidates) + int(lengths[i])) <= self.num_docs and left[i] >= theta():
+        while (
+            i < len(ids)
+            and self.sparse_share * (len(candidates) + int(lengths[i])) <= self.num_docs
+            and left[i] >= theta()
+        ):
             candidates, scores = self._merge_sparse(candidates, scores, int(ids[i]))
             i += 1
         bound = theta()
