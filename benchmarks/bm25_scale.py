@@ -172,8 +172,8 @@ def main() -> None:
             row = {
                 "engine": engine,
                 "passages": size,
-                "build_s": round(seconds, 1),
-                "passages_per_s": round(size / seconds),
+                "build_s": None if args.queries_only else round(seconds, 1),
+                "passages_per_s": None if args.queries_only else round(size / seconds),
                 "peak_rss_tree_gib": round(peak / 2**30, 2),
                 "max_rss_largest_gib": round(largest / 2**30, 2),
                 "disk_gib": round(disk(out) / 2**30, 3),
