@@ -147,6 +147,14 @@ def _add_stack(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per call, local models")
 
 
+def _add_listen(parser: argparse.ArgumentParser, *, port: int) -> None:
+    """``--host``, ``--port`` and ``--quiet`` of the commands that run a server."""
+    where = "address to listen on (default 127.0.0.1: this machine only)"
+    parser.add_argument("--host", default="127.0.0.1", help=where)
+    parser.add_argument("--port", type=int, default=port, help=f"port (default {port})")
+    parser.add_argument("--quiet", action="store_true", help="log warnings only")
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="searchain", description="Search-in-the-Chain (SearChain) on LangGraph")
     parser.add_argument("--version", action="version", version=f"searchain-graph {package_version()}")
@@ -169,8 +177,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "events). Takes the same model, index and reader options as `searchain ask`; needs the serve extra.",
     )
     _add_stack(web)
-    web.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-    web.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    _add_listen(web, port=8000)
     web.add_argument(
         "--batch-size", type=int, default=1, help="local models: decode this many questions' calls together (default 1)"
     )
@@ -178,7 +185,6 @@ def _build_parser() -> argparse.ArgumentParser:
         "--max-concurrent", type=int, default=None, help="runs at once; the others queue (default: --batch-size)"
     )
     web.add_argument("--keep-runs", type=int, default=100, help="finished runs kept in memory (default 100)")
-    web.add_argument("--quiet", action="store_true", help="log warnings only")
     served = sub.add_parser(
         "serve-index",
         help="share one index over HTTP (the ColBERTv2 server protocol of DSPy's client)",
@@ -187,10 +193,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "RemoteRetriever, or dspy.ColBERTv2(url=...). Needs the serve extra.",
     )
     served.add_argument("index", metavar="DIR", help="an index directory built by `searchain index`")
-    served.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    served.add_argument("--port", type=int, default=8893, help="port (default 8893)")
+    _add_listen(served, port=8893)
     served.add_argument("--max-concurrent", type=int, default=8, help="searches at once; more wait (default 8)")
-    served.add_argument("--quiet", action="store_true", help="log warnings only")
     ev = sub.add_parser(
         "eval",
         help="evaluate methods on a QA dataset (resumable JSONL, Markdown report)",
