@@ -193,13 +193,12 @@ class BM25Index:
 
     def _exhaustive(self, terms: list[int]) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
         """Every passage sharing a stem with the query, with its full score."""
-        slices = [slice(int(self.indptr[t]), int(self.indptr[t + 1])) for t in terms]
-        docs = np.concatenate([self.indices[s] for s in slices])
-        weights = np.concatenate([self.data[s] for s in slices])
-        if self.num_docs <= 4 * len(docs) or self.num_docs <= 2_000_000:
-            dense = np.bincount(docs, weights=weights, minlength=self.num_docs)
-            candidates = np.flatnonzero(dense)
-            return candidates.astype(np.int64), dense[candidates]
+        postings = sum(int(self.indptr[t + 1] - self.indptr[t]) for t in terms)
+        if self.num_docs <= 4 * postings or self.num_docs <= 2_000_000:
+            return self._merge_dense(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), terms)
+        parts = [self._postings(t) for t in terms]
+        docs = np.concatenate([d for d, _ in parts])
+        weights = np.concatenate([w for _, w in parts])
         found, inverse = np.unique(docs, return_inverse=True)
         return found.astype(np.int64), np.bincount(inverse, weights=weights)
 
@@ -216,8 +215,9 @@ class BM25Index:
         """
         assert self.max_scores is not None
         ids = np.asarray(terms, dtype=np.int64)
-        ids = ids[np.argsort(self.indptr[ids + 1] - self.indptr[ids], kind="stable")]
         lengths = self.indptr[ids + 1] - self.indptr[ids]
+        order = np.argsort(lengths, kind="stable")
+        ids, lengths = ids[order], lengths[order]
         bounds = np.asarray(self.max_scores)[ids].astype(np.float64)
         left = np.append(np.cumsum(bounds[::-1])[::-1], 0.0) * (1 + 1e-5) + 1e-9  # a margin for rounding
         candidates, scores = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)

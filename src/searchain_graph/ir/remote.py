@@ -43,6 +43,12 @@ def is_url(text: str) -> bool:
     return text.startswith(("http://", "https://"))
 
 
+def _valid_k(k: int) -> int:
+    if not 1 <= k <= MAX_K:
+        raise ValueError(f"k must be between 1 and {MAX_K}, got {k}")
+    return k
+
+
 def _transient(error: BaseException) -> bool:
     if isinstance(error, httpx.TransportError):  # connection refused or reset, timeouts
         return True
@@ -112,9 +118,7 @@ class RemoteRetriever(BaseRetriever):
     @field_validator("k")
     @classmethod
     def _check_k(cls, k: int) -> int:
-        if not 1 <= k <= MAX_K:
-            raise ValueError(f"k must be between 1 and {MAX_K}, got {k}")
-        return k
+        return _valid_k(k)
 
     @field_validator("max_attempts")
     @classmethod
@@ -146,10 +150,7 @@ class RemoteRetriever(BaseRetriever):
         return RemoteRetrievalError(f"{self.url} did not answer JSON: {error}")
 
     def _k(self, k: int | None) -> int:
-        k = self.k if k is None else k
-        if not 1 <= k <= MAX_K:
-            raise ValueError(f"k must be between 1 and {MAX_K}, got {k}")
-        return k
+        return self.k if k is None else _valid_k(k)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
