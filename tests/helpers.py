@@ -64,14 +64,20 @@ def read_events(client: Any, url: str, last_id: int | None = None) -> list[dict[
     return events
 
 
-@contextlib.contextmanager
-def served(app: Any) -> Iterator[str]:
-    """Run the ASGI ``app`` with uvicorn on 127.0.0.1 (a free port) in a thread; yields its base URL."""
-    import uvicorn
-
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (now)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@contextlib.contextmanager
+def served(app: Any, port: int | None = None) -> Iterator[str]:
+    """Run the ASGI ``app`` with uvicorn on 127.0.0.1 (``port``, else a free one) in a thread; yields its base URL."""
+    import uvicorn
+
+    port = port or free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

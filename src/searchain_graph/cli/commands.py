@@ -88,7 +88,11 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
     llm = load_chat_model(
-        args.model, max_new_tokens=args.max_new_tokens, max_batch_size=args.batch_size, backend=args.llm_backend
+        args.model,
+        max_new_tokens=args.max_new_tokens,
+        max_batch_size=args.batch_size,
+        backend=args.llm_backend,
+        timeout=args.llm_timeout,
     )
     local = isinstance(llm, TransformersChatModel)
     if isinstance(llm, TransformersChatModel):
@@ -183,7 +187,7 @@ def build_graph(
 
     Args:
         args: ``--corpus`` or ``--index``, ``--model``, ``--llm-backend``, ``--reader``,
-            ``--threshold``, ``--max-rounds``, ``--max-new-tokens`` and ``--task``.
+            ``--threshold``, ``--max-rounds``, ``--max-new-tokens``, ``--llm-timeout`` and ``--task``.
         say: Where the progress of loading goes.
         checkpointer: Passed to :func:`create_searchain_graph`.
         max_batch_size: Local models: calls decoded together.
@@ -206,7 +210,11 @@ def build_graph(
         source = f"BM25 over {len(retriever)} passages"
     t0 = time.perf_counter()
     llm = load_chat_model(
-        args.model, max_new_tokens=args.max_new_tokens, max_batch_size=max_batch_size, backend=args.llm_backend
+        args.model,
+        max_new_tokens=args.max_new_tokens,
+        max_batch_size=max_batch_size,
+        backend=args.llm_backend,
+        timeout=args.llm_timeout,
     )
     if isinstance(llm, TransformersChatModel):
         llm.load()

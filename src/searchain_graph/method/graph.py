@@ -27,6 +27,7 @@ from langgraph.types import RetryPolicy
 
 from searchain_graph.ir.readers.base import Reader
 from searchain_graph.ir.readers.calibration import load_calibration
+from searchain_graph.llms.servers import is_transient
 from searchain_graph.method.context import SearChainContext
 from searchain_graph.method.nodes import SearChainNodes
 from searchain_graph.method.state import InputState, OutputState, SearChainState
@@ -98,11 +99,14 @@ class Step(Runnable[Any, Any]):
         exc.add_note(f"SearChain step {self.name!r} failed in round {round_}: {type(exc).__name__}: {exc}")
 
 
-DEFAULT_RETRY_POLICY = RetryPolicy(max_attempts=3, initial_interval=0.25, backoff_factor=2.0, max_interval=8.0)
+DEFAULT_RETRY_POLICY = RetryPolicy(
+    max_attempts=3, initial_interval=0.25, backoff_factor=2.0, max_interval=8.0, retry_on=is_transient
+)
 """The steps that call the LLM, the retriever or the reader try 3 times, 0.25 s then 0.5 s apart
-(with jitter), on transient errors only: LangGraph's ``default_retry_on`` retries connection
-errors, timeouts and HTTP 5xx, and never ``ValueError``, ``TypeError``, ``KeyError`` and other
-programming errors, which would only fail again."""
+(with jitter), on transient errors only (:func:`~searchain_graph.llms.servers.is_transient`):
+LangGraph's ``default_retry_on`` retries connection errors, timeouts and HTTP 5xx, and never
+``ValueError``, ``TypeError``, ``KeyError`` and other programming errors, which would only fail
+again; nor an OpenAI-style server's 4xx but 408, 409 and 429."""
 
 
 def create_searchain_graph(

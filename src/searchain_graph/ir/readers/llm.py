@@ -18,10 +18,12 @@ probabilities. Its confidence is on a log-odds scale chosen so that the paper's
 * an answer that does not occur in the passage (after SQuAD normalisation) is not
   extractive evidence, and gets ``f = -10``; so does "unanswerable".
 
-Models that return no log-probabilities get ``f = fallback_confidence`` (0.0 by
-default, below θ): verification then never fires, and completion, which ignores
-*f*, still works. The paper's DPR reader, whose *f* is a relevance logit, is a
-different scale; see ``docs/method.md``.
+Models that return no log-probabilities (``transformers serve``, for one, ignores the
+request's ``logprobs``) get ``f = fallback_confidence`` (0.0 by default, below θ), with one
+warning naming the model and its server: verification then never fires, and completion,
+which ignores *f*, still works. The documented fallback for verification is a reader with a
+confidence of its own (``--reader bundled``, the default; ``extractive``; ``dpr``). The
+paper's DPR reader, whose *f* is a relevance logit, is a different scale; see ``docs/method.md``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from searchain_graph.ir.readers.base import (
     logprob_confidence,
 )
 from searchain_graph.ir.readers.calibration import chat_model_name
+from searchain_graph.llms.servers import server_of
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +179,13 @@ class LLMReader:
         )
         self._warned = False
 
+    def _describe_model(self) -> str:
+        """``ChatOpenAI 'name' at http://...`` for a server's model; the class name for others."""
+        name = type(self.llm).__name__
+        if "openai_api_base" in getattr(type(self.llm), "model_fields", {}):
+            return f"{name} {chat_model_name(self.llm)!r} at {server_of(self.llm)}"
+        return name
+
     def _prompt(self, query: str, passage: str) -> list[BaseMessage]:
         passage = " ".join(passage.split())[: self.max_passage_chars]
         return [HumanMessage(READER_PROMPT.format(passage=passage, query=" ".join(query.split())))]
@@ -193,9 +203,11 @@ class LLMReader:
         if logprobs is None:
             if not self._warned:
                 logger.warning(
-                    "%s returned no token log-probabilities: LLMReader reports f=%.1f, so verification "
-                    "cannot overrule the LLM (completion still works)",
-                    type(self.llm).__name__,
+                    "%s returned no token log-probabilities: LLMReader reports f=%.1f for every answer, so "
+                    "verification cannot overrule the LLM (completion still works). For verification, use a "
+                    "reader of its own (--reader bundled, the default) or a server that returns them (OpenAI, "
+                    "vLLM, llama.cpp's server)",
+                    self._describe_model(),
                     self.fallback_confidence,
                 )
                 self._warned = True
