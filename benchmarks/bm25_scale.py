@@ -6,10 +6,11 @@ For each size, a corpus is synthesised to a JSONL file as in ``benchmarks/retrie
 * ``searchain index`` builds it (a separate process; its peak memory is the largest resident
   set of the process tree, sampled every 0.1 s from ``/proc``, plus the kernel's ``ru_maxrss``
   of the largest process);
-* ``tantivy`` (Rust, Lucene-like; ``pip install tantivy``) indexes the same passages (title and
-  text in one field, its ``en_stem`` tokenizer) with 2 threads, in a separate process;
+* ``searchain index --retriever tantivy`` (the tantivy backend, ``pip install
+  'searchain-graph[tantivy]'``: Rust, Lucene-like) indexes the same passages (title and text in one
+  field, its ``en_stem`` tokenizer; the same passage store) with one thread per core;
 * both answer the same queries (the shipped HotpotQA questions and their first halves,
-  punctuation removed for tantivy's query parser), top 10, with BM25 at k1 = 1.2, b = 0.75
+  reduced to their words for tantivy's query parser), top 10, with BM25 at k1 = 1.2, b = 0.75
   (tantivy's fixed parameters; ``searchain index --bm25-k1 1.2``): p50/p95 latency, and the
   overlap of the two top-10 lists.
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import shutil
 import statistics
@@ -35,8 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from retrieval import iter_synthetic, percentile, queries  # noqa: E402
 
-from searchain_graph.ir.corpus import passage_text  # noqa: E402
 from searchain_graph.ir.index import load_index  # noqa: E402
+from searchain_graph.ir.tantivy_index import TantivyRetriever  # noqa: E402
 
 
 def _tree_rss(root: int) -> int:
@@ -90,33 +90,6 @@ def write_corpus(n: int, path: Path) -> None:
     tmp.replace(path)
 
 
-def tantivy_build(corpus: Path, out: Path) -> None:
-    """Index ``corpus`` with tantivy (run in a child process by :func:`measured`)."""
-    import tantivy
-
-    from searchain_graph.ir.corpus import iter_corpus
-
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    builder = tantivy.SchemaBuilder()
-    builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
-    builder.add_unsigned_field("row", stored=True, indexed=False)
-    index = tantivy.Index(builder.build(), path=str(out))
-    writer = index.writer(heap_size=1_000_000_000, num_threads=2)
-    for row, doc in enumerate(iter_corpus(corpus)):
-        writer.add_document(tantivy.Document(body=passage_text(doc), row=row))
-    writer.commit()
-    writer.wait_merging_threads()
-
-
-def tantivy_search(out: Path) -> tuple[object, object]:
-    import tantivy
-
-    index = tantivy.Index.open(str(out))
-    index.reload()
-    return index, index.searcher()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 5_000_000])
@@ -138,11 +111,8 @@ def main() -> None:
         tops: dict[str, list[list[int]]] = {}
         for engine in args.engines:
             out = args.workdir / f"{engine}-{size}"
-            if engine == "searchain":
-                command = [sys.executable, "-m", "searchain_graph", "index", str(corpus), "--out", str(out)]
-                command += ["--bm25-k1", "1.2", "--quiet"]
-            else:
-                command = [sys.executable, __file__, "_tantivy", str(corpus), str(out)]
+            command = [sys.executable, "-m", "searchain_graph", "index", str(corpus), "--out", str(out)]
+            command += ["--bm25-k1", "1.2", "--quiet"] + (["--retriever", "tantivy"] if engine == "tantivy" else [])
             seconds, peak, largest = (float("nan"), 0, 0) if args.queries_only else measured(command)
             latencies: list[float] = []
             top: list[list[int]] = []
@@ -158,16 +128,15 @@ def main() -> None:
                         if n == 0:
                             top.append(ids.tolist())
             else:
-                tindex, searcher = tantivy_search(out)
+                tantivy = load_index(out, k=10)
+                assert isinstance(tantivy, TantivyRetriever)
                 for n in range(args.repeats):
                     for q in qs:
                         t0 = time.perf_counter()
-                        query = tindex.parse_query(re.sub(r"[^\w\s]", " ", q), ["body"])  # type: ignore[attr-defined]
-                        hits = searcher.search(query, 10).hits  # type: ignore[attr-defined]
-                        ids = [searcher.doc(address)["row"][0] for _, address in hits]  # type: ignore[attr-defined]
+                        hits = tantivy.search(q, 10)
                         latencies.append(time.perf_counter() - t0)
                         if n == 0:
-                            top.append(ids)
+                            top.append([pid for pid, _ in hits])
             tops[engine] = top
             row = {
                 "engine": engine,
@@ -194,7 +163,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "_tantivy":
-        tantivy_build(Path(sys.argv[2]), Path(sys.argv[3]))
-    else:
-        main()
+    main()

@@ -17,13 +17,8 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr, model_validator
 
 from searchain_graph.ir.bm25 import BM25Index
-from searchain_graph.ir.corpus import PassageStore, load_corpus, passage_text, write_passages
+from searchain_graph.ir.corpus import PassageStore, load_corpus, passage_text, scored_document, write_passages
 from searchain_graph.ir.index_dir import IndexSummary, read_manifest, write_index
-
-
-def _with_score(doc: Document, score: float, pid: int) -> Document:
-    """``doc`` with its BM25 ``score`` and ``pid`` (its row in the index) in the metadata."""
-    return Document(page_content=doc.page_content, metadata={**doc.metadata, "score": score, "pid": pid})
 
 
 class BM25Retriever(BaseRetriever):
@@ -115,7 +110,7 @@ class BM25Retriever(BaseRetriever):
         if self._index is None:
             raise RuntimeError("BM25Retriever has no index: build it with from_documents() or from_files()")
         ids, scores = self._index.search(query, self.k if k is None else k)
-        return [_with_score(self._docs[int(i)], float(s), int(i)) for i, s in zip(ids, scores, strict=True)]
+        return [scored_document(self._docs[int(i)], float(s), int(i)) for i, s in zip(ids, scores, strict=True)]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None

@@ -252,6 +252,11 @@ def passage_text(doc: Document) -> str:
     return f"{title}\n{doc.page_content}" if title else doc.page_content
 
 
+def scored_document(doc: Document, score: float, pid: int) -> Document:
+    """``doc`` with a retriever's ``score`` and its ``pid`` (its row in the index) in the metadata."""
+    return Document(page_content=doc.page_content, metadata={**doc.metadata, "score": score, "pid": pid})
+
+
 def _record(doc: Document) -> dict[str, Any]:
     return {**doc.metadata, "text": doc.page_content}
 

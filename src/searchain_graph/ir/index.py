@@ -26,7 +26,7 @@ from searchain_graph.ir.corpus import iter_corpora, passage_text, write_passages
 from searchain_graph.ir.index_dir import MANIFEST, IndexSummary, read_manifest, write_index
 from searchain_graph.ir.remote import RemoteRetriever, is_url
 
-RetrieverName = Literal["bm25", "colbert"]
+RetrieverName = Literal["bm25", "tantivy", "colbert"]
 
 
 def build_index(
@@ -46,17 +46,19 @@ def build_index(
         paths: Corpus files (see :mod:`searchain_graph.ir.corpus` for the formats).
         directory: The index directory; an index already there is replaced once the new
             one is complete.
-        retriever: ``"bm25"`` or ``"colbert"`` (needs ``searchain-graph[colbert]``).
+        retriever: ``"bm25"``, ``"tantivy"`` (needs ``searchain-graph[tantivy]``, see
+            :mod:`~searchain_graph.ir.tantivy_index`) or ``"colbert"`` (needs ``searchain-graph[colbert]``).
         checkpoint: ColBERT checkpoint (hub name or local directory); ColBERT only.
-        workers: BM25 tokenising processes (``None``: one per core).
-        k1: BM25's term-frequency saturation (Lucene and Pyserini default to 1.2 and 0.9).
-        b: BM25's length normalisation (Pyserini's MS MARCO setting is 0.4).
+        workers: BM25 tokenising processes, tantivy's indexing threads (``None``: one per core).
+        k1: BM25's term-frequency saturation (Lucene and Pyserini default to 1.2 and 0.9);
+            tantivy's is fixed at 1.2.
+        b: BM25's length normalisation (Pyserini's MS MARCO setting is 0.4); tantivy's is 0.75.
         progress: Called with the number of passages indexed since the last call.
 
     Raises:
         FileNotFoundError: a corpus file is missing.
         CorpusFormatError: a line is not a passage (nothing is written then).
-        ValueError: an unknown retriever, or an empty corpus.
+        ValueError: an unknown retriever, an empty corpus, or BM25 parameters tantivy cannot take.
     """
     sources = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
     if retriever == "bm25":
@@ -67,11 +69,24 @@ def build_index(
             return build_bm25(texts, out, k1=k1, b=b, workers=workers, progress=report)
 
         return write_index(directory, "bm25", sources, write, progress=progress)
+    if retriever == "tantivy":
+        from searchain_graph.ir import tantivy_index as tv
+
+        if (k1, b) not in ((1.5, 0.75), (tv.K1, tv.B)):
+            raise ValueError(f"tantivy's BM25 is fixed at k1={tv.K1}, b={tv.B}; got k1={k1}, b={b}")
+        tv.require_tantivy()  # fail before reading the corpus when the package is missing
+
+        def write_tantivy(out: Path, report: Callable[[int], None] | None) -> int:
+            stored = write_passages(iter_corpora(paths), out)
+            return tv.build_tantivy((passage_text(d) for d in stored), out, threads=workers, progress=report)
+
+        extra = {"tokenizer": "en_stem", "bm25": {"k1": tv.K1, "b": tv.B}}
+        return write_index(directory, "tantivy", sources, write_tantivy, progress=progress, extra=extra)
     if retriever == "colbert":
         from searchain_graph.ir.colbert import build_colbert_index
 
         return build_colbert_index(paths, directory, checkpoint=checkpoint, progress=progress)
-    raise ValueError(f"unknown retriever {retriever!r}: use 'bm25' or 'colbert'")
+    raise ValueError(f"unknown retriever {retriever!r}: use 'bm25', 'tantivy' or 'colbert'")
 
 
 def load_index(directory: str | Path, *, k: int = 1) -> BaseRetriever:
@@ -90,6 +105,10 @@ def load_index(directory: str | Path, *, k: int = 1) -> BaseRetriever:
     kind = manifest.get("retriever")
     if kind == "bm25":
         return BM25Retriever.load(directory, k=k)
+    if kind == "tantivy":
+        from searchain_graph.ir.tantivy_index import TantivyRetriever
+
+        return TantivyRetriever.load(directory, k=k)
     if kind == "colbert":
         from searchain_graph.ir.colbert import ColBERTRetriever
 
