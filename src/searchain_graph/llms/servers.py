@@ -127,8 +127,10 @@ def is_transient(exc: Exception) -> bool:
     if _is_openai_error(exc, "APIStatusError"):
         status = getattr(exc, "status_code", 500)
         return bool(status >= 500 or status in (408, 409, 429))
-    default = RetryPolicy().retry_on  # LangGraph's default_retry_on, through its public default
-    return bool(default(exc)) if callable(default) else isinstance(exc, tuple(default))
+    default = RetryPolicy().retry_on  # LangGraph's default_retry_on, reached through its public default
+    if isinstance(default, type) or not callable(default):
+        return isinstance(exc, default if isinstance(default, type) else tuple(default))
+    return bool(default(exc))
 
 
 def describe_llm_failure(exc: BaseException, llm: Any = None) -> str | None:
@@ -140,7 +142,7 @@ def describe_llm_failure(exc: BaseException, llm: Any = None) -> str | None:
     """
     where = server_of(llm)
     if _is_openai_error(exc, "APITimeoutError"):
-        return f"the LLM server at {where} did not answer in time ({exc}); raise SEARCHAIN_LLM_TIMEOUT if it is slow"
+        return f"the LLM server at {where} did not answer in time ({exc}); if it is only slow, raise --llm-timeout"
     if _is_openai_error(exc, "APIConnectionError"):
         return f"cannot reach the LLM server at {where} ({_root_cause(exc)}); is it running?"
     if _is_openai_error(exc, "APIStatusError"):
