@@ -95,7 +95,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 5_000_000])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/bm25-scale"))
     parser.add_argument("--engines", nargs="+", default=["searchain", "tantivy"])
-    parser.add_argument("--repeats", type=int, default=5, help="passes over the queries")
+    parser.add_argument("--repeats", type=int, default=5, help="timed passes over the queries")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed passes first (the page cache)")
     parser.add_argument("--keep", action="store_true", help="keep corpora and indexes")
     parser.add_argument("--queries-only", action="store_true", help="time the queries on indexes kept by --keep")
     args = parser.parse_args()
@@ -120,21 +121,23 @@ def main() -> None:
                 retriever = load_index(out, k=10)
                 index = retriever._index  # the engine: row ids, as tantivy gives
                 assert index is not None
-                for n in range(args.repeats):
+                for n in range(-args.warmup, args.repeats):
                     for q in qs:
                         t0 = time.perf_counter()
                         ids, _ = index.search(q, 10)
-                        latencies.append(time.perf_counter() - t0)
+                        if n >= 0:
+                            latencies.append(time.perf_counter() - t0)
                         if n == 0:
                             top.append(ids.tolist())
             else:
                 tantivy = load_index(out, k=10)
                 assert isinstance(tantivy, TantivyRetriever)
-                for n in range(args.repeats):
+                for n in range(-args.warmup, args.repeats):
                     for q in qs:
                         t0 = time.perf_counter()
                         hits = tantivy.search(q, 10)
-                        latencies.append(time.perf_counter() - t0)
+                        if n >= 0:
+                            latencies.append(time.perf_counter() - t0)
                         if n == 0:
                             top.append([pid for pid, _ in hits])
             tops[engine] = top

@@ -95,9 +95,7 @@ def test_a_broken_corpus_leaves_the_previous_index(tmp_path: Path) -> None:
     assert len(load_index(out)) == 1999 and not (tmp_path / "idx.partial").exists()
 
 
-def test_without_the_package_the_error_says_how_to_install_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_the_package_the_error_says_how_to_install_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "tantivy", None)
     with pytest.raises(ImportError, match=r"searchain-graph\[tantivy\]"):
         build_index(PARAGRAPHS, tmp_path / "idx", retriever="tantivy")

@@ -1,10 +1,11 @@
 """tantivy as an index backend: ``searchain index --retriever tantivy`` (``pip install 'searchain-graph[tantivy]'``).
 
 `tantivy <https://github.com/quickwit-oss/tantivy>`_ is a Rust search library in Lucene's mould
-(segments, skip lists, block-max WAND), maintained by Quickwit, with wheels on PyPI. At millions
-of passages it builds faster than the package's own BM25 engine and in less memory and disk, and
-answers in tens of milliseconds (``docs/benchmarks.md``, "BM25 at millions of passages"): this
-module offers it as a backend rather than competing with it.
+(segments, skip lists, block-max WAND), maintained by Quickwit, with wheels on PyPI. At 5M
+passages it built in half the memory of the package's own BM25 engine and 0.8 of its disk, a
+little faster, but answered the benchmark's questions about 2x slower, stopwords being part of
+its queries (``docs/retrieval.md``, "tantivy as a backend"): this module offers it as a backend
+where disk or memory is what runs out, rather than competing with it.
 
 The index directory is the usual one (:mod:`~searchain_graph.ir.index_dir`): the passages in a
 :class:`~searchain_graph.ir.corpus.PassageStore` (so that a hit's ``pid`` is its row there, as
