@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from searchain_graph.cli.commands import build_graph
@@ -72,12 +71,11 @@ def run_serve_index(args: argparse.Namespace) -> int:
 
 def run_model_dir(args: argparse.Namespace) -> int:
     """``searchain model-dir``: print a local model's plain-weights directory, for a model server to load."""
-    from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
+    from searchain_graph.llms.chat_model import TransformersChatModel, is_local_path, load_chat_model
     from searchain_graph.llms.weights import plain_weights_dir
 
-    spec = args.model
-    local = spec == "smollm2" or spec.endswith(".gguf") or spec.startswith((".", "/", "~")) or Path(spec).exists()
-    llm = load_chat_model(spec) if local else None
+    local = args.model == "smollm2" or is_local_path(args.model)
+    llm = load_chat_model(args.model) if local else None
     if not isinstance(llm, TransformersChatModel):
         raise ValueError(f"--model {args.model!r} is not a local model: a server loads it by its own name")
     print(plain_weights_dir(llm.model_path, llm.gguf_file))

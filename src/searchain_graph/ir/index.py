@@ -14,7 +14,7 @@ re-encoding the corpus.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -61,12 +61,15 @@ def build_index(
         ValueError: an unknown retriever, an empty corpus, or BM25 parameters tantivy cannot take.
     """
     sources = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
+
+    def stored_texts(out: Path) -> Iterator[str]:
+        """Each passage's indexed text, as it is written to the passage store in ``out``."""
+        return (passage_text(d) for d in write_passages(iter_corpora(paths), out))
+
     if retriever == "bm25":
 
         def write(out: Path, report: Callable[[int], None] | None) -> int:
-            stored = write_passages(iter_corpora(paths), out)
-            texts = (passage_text(d) for d in stored)
-            return build_bm25(texts, out, k1=k1, b=b, workers=workers, progress=report)
+            return build_bm25(stored_texts(out), out, k1=k1, b=b, workers=workers, progress=report)
 
         return write_index(directory, "bm25", sources, write, progress=progress)
     if retriever == "tantivy":
@@ -77,8 +80,7 @@ def build_index(
         tv.require_tantivy()  # fail before reading the corpus when the package is missing
 
         def write_tantivy(out: Path, report: Callable[[int], None] | None) -> int:
-            stored = write_passages(iter_corpora(paths), out)
-            return tv.build_tantivy((passage_text(d) for d in stored), out, threads=workers, progress=report)
+            return tv.build_tantivy(stored_texts(out), out, threads=workers, progress=report)
 
         extra = {"tokenizer": "en_stem", "bm25": {"k1": tv.K1, "b": tv.B}}
         return write_index(directory, "tantivy", sources, write_tantivy, progress=progress, extra=extra)

@@ -163,13 +163,15 @@ class TantivyRetriever(BaseRetriever):
         hits = self._searcher.search(self._index.parse_query(text, ["body"]), k).hits
         return [(int(self._searcher.doc(address)["pid"][0]), float(score)) for score, address in hits]
 
+    def _documents(self, hits: list[tuple[int, float]]) -> list[Document]:
+        return [scored_document(self._docs[pid], score, pid) for pid, score in hits]
+
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        return [scored_document(self._docs[pid], score, pid) for pid, score in self.search(query, k or self.k)]
+        return self._documents(self.search(query, k or self.k))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        hits = await asyncio.to_thread(self.search, query, k or self.k)
-        return [scored_document(self._docs[pid], score, pid) for pid, score in hits]
+        return self._documents(await asyncio.to_thread(self.search, query, k or self.k))

@@ -363,11 +363,8 @@ def load_chat_model(
             spec = "openai:" + os.environ.get("SEARCHAIN_OPENAI_MODEL", DEFAULT_OPENAI_MODEL)
         else:
             spec = "smollm2"
-    local: dict[str, Any] = {
-        "max_new_tokens": DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens,
-        "max_batch_size": max_batch_size,
-        "backend": backend,
-    }
+    budget = DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens
+    local: dict[str, Any] = {"max_new_tokens": budget, "max_batch_size": max_batch_size, "backend": backend}
     if spec == "smollm2":
         return TransformersChatModel.from_smollm2(**local)
     if spec.startswith("import:"):
@@ -375,7 +372,7 @@ def load_chat_model(
     if spec.startswith("hf:"):
         return TransformersChatModel(model_path=spec[3:], **local, model_name=spec[3:])
     path = Path(spec).expanduser()
-    if path.suffix == ".gguf" or path.exists() or spec.startswith((".", "/", "~")):
+    if is_local_path(spec):
         if path.suffix == ".gguf":
             if not path.is_file():
                 raise ModelNotFoundError(f"GGUF file not found: {path}")
@@ -395,6 +392,11 @@ def load_chat_model(
         f"cannot interpret --model {spec!r}: use smollm2, openai:<model>, provider:<model>, hf:<org/name>, "
         "import:<module>:<name>, or a path to a model directory or .gguf file"
     )
+
+
+def is_local_path(spec: str) -> bool:
+    """Whether ``--model spec`` names a local model path (a ``.gguf`` file or a directory)."""
+    return spec.startswith((".", "/", "~")) or Path(spec).suffix == ".gguf" or Path(spec).expanduser().exists()
 
 
 def _imported_chat_model(target: str) -> BaseChatModel:
