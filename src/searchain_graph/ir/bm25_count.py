@@ -10,6 +10,7 @@ worker processes when the corpus is large (:func:`count_chunks`).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import multiprocessing
 import os
@@ -42,15 +43,32 @@ STOPWORDS = frozenset(
 
 _ASCII_NON_WORD = bytes(c for c in range(128) if not chr(c).isalnum())
 _BLANK_ASCII = bytes.maketrans(_ASCII_NON_WORD, b" " * len(_ASCII_NON_WORD))
-_NON_ASCII_NON_WORD = re.compile(r"[^\w\s\x00-\x7f]+|_")
+_NON_ASCII_NON_WORD = re.compile(r"[^\w\s\x00-\x7f]+")
+_NON_ASCII_RUN = re.compile(rb"[\x80-\xff]+")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _blank_non_ascii(run: bytes) -> bytes:
+    """A run of non-ASCII UTF-8 with its non-word characters (punctuation, symbols) blanked."""
+    return _NON_ASCII_NON_WORD.sub(" ", run.decode("utf-8")).encode("utf-8")
+
+
+def _blank_match(match: re.Match[bytes]) -> bytes:
+    return _blank_non_ascii(match.group())
 
 
 def split_words(text: str) -> list[bytes]:
-    """Lower-case ``text`` and split it into words (runs of letters and digits), as UTF-8 bytes."""
-    text = text.lower()
+    """Lower-case ``text`` and split it into words (runs of letters and digits), as UTF-8 bytes.
+
+    ASCII punctuation becomes spaces with one ``bytes.translate``; in a text with non-ASCII
+    characters, each run of them (a maximal run of bytes >= 0x80 is always whole UTF-8
+    characters) has its non-word characters blanked, the runs cached. Unicode whitespace
+    other than ASCII's stays inside words, as it always has (queries split the same way).
+    """
+    data = text.lower().encode("utf-8").translate(_BLANK_ASCII)
     if not text.isascii():
-        text = _NON_ASCII_NON_WORD.sub(" ", text)
-    return text.encode("utf-8").translate(_BLANK_ASCII).split()
+        data = _NON_ASCII_RUN.sub(_blank_match, data)
+    return data.split()
 
 
 class _Stemmer:
@@ -89,40 +107,84 @@ def _exit_with_parent(parent: int, every: float = 0.2) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
+class _WordStems:
+    """Each word's stem number, remembered across the chunks one process counts.
+
+    A chunk's words are mostly words the process has seen: one dict lookup per word in C
+    replaces numbering the chunk's words and stemming them again. Only unseen words are
+    stemmed. The memory is bounded: past :attr:`limit` words it starts afresh (at a chunk's
+    start, so the numbers within a chunk are consistent).
+    """
+
+    limit = 1 << 20
+    """Words remembered at most (about 100 MB)."""
+
+    def __init__(self) -> None:
+        self._stemmer = _Stemmer()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.numbers: dict[bytes, int] = {}  # word -> stem number, -1 for a stopword
+        self.stems: list[str] = []
+        self._stem_numbers: dict[str, int] = {}
+
+    def lookup(self, words: list[bytes]) -> npt.NDArray[np.int64]:
+        """The stem number of each word (-1: a stopword), stemming the words not seen before."""
+        if len(self.numbers) > self.limit:
+            self._reset()
+        numbers = np.fromiter(map(self.numbers.get, words, itertools.repeat(-2)), dtype=np.int64, count=len(words))
+        unseen = np.flatnonzero(numbers == -2).tolist()
+        if unseen:
+            new = list(dict.fromkeys(words[i] for i in unseen))
+            for word, stem in zip(new, self._stemmer.stems(new), strict=True):
+                if stem is None:
+                    self.numbers[word] = -1
+                    continue
+                number = self._stem_numbers.setdefault(stem, len(self.stems))
+                if number == len(self.stems):
+                    self.stems.append(stem)
+                self.numbers[word] = number
+            numbers[unseen] = [self.numbers[words[i]] for i in unseen]
+        return numbers
+
+
+_WORD_STEMS: _WordStems | None = None
+
+
 def _count_chunk(texts: list[str]) -> tuple[list[str], npt.NDArray[np.int32], npt.NDArray[np.int32], Any, Any]:
     """Tokenise and count one chunk of passages.
 
     Returns:
-        ``(stems, doc, term, tf, lengths)``: the chunk's distinct stems, and one row per
-        (passage, stem) pair: the passage's position in the chunk, the stem's position
-        in ``stems``, and its count; plus each passage's length in stems.
+        ``(stems, doc, term, tf, lengths)``: the chunk's distinct stems (in order of first
+        occurrence), and one row per (passage, stem) pair: the passage's position in the
+        chunk, the stem's position in ``stems``, and its count; plus each passage's length
+        in stems.
     """
+    global _WORD_STEMS
+    if _WORD_STEMS is None:
+        _WORD_STEMS = _WordStems()
     per_text = [split_words(text) for text in texts]
     lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
     flat = list(itertools.chain.from_iterable(per_text))
     del per_text
-    # dict.fromkeys and map run in C: about twice as fast as a Python loop assigning ids.
-    local: dict[bytes, int] = dict.fromkeys(flat, 0)
-    for n, word in enumerate(local):
-        local[word] = n
-    word_ids = np.fromiter(map(local.__getitem__, flat), dtype=np.int64, count=len(flat))
-    words = list(local)
-    stems = _Stemmer().stems(words)
-    stem_ids: dict[str, int] = {}
-    lut = np.full(len(words) + 1, -1, dtype=np.int64)
-    for j, stem in enumerate(stems):
-        if stem is not None:
-            lut[j] = stem_ids.setdefault(stem, len(stem_ids))
+    stem_of_token = _WORD_STEMS.lookup(flat)
+    del flat
     doc_of_token = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
-    term_of_token = lut[word_ids]
-    keep = term_of_token >= 0
-    doc_of_token, term_of_token = doc_of_token[keep], term_of_token[keep]
+    keep = stem_of_token >= 0
+    doc_of_token, stem_of_token = doc_of_token[keep], stem_of_token[keep]
     lengths = np.bincount(doc_of_token, minlength=len(texts)).astype(np.int32)
-    n_stems = max(len(stem_ids), 1)
+    # Renumber the chunk's stems in order of first occurrence, as if counted afresh.
+    found, first, term_of_token = np.unique(stem_of_token, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(found), dtype=np.int64)
+    rank[order] = np.arange(len(found))
+    term_of_token = rank[term_of_token.reshape(-1)]
+    stems = [_WORD_STEMS.stems[n] for n in found[order].tolist()]
+    n_stems = max(len(stems), 1)
     pairs, tf = np.unique(doc_of_token * n_stems + term_of_token, return_counts=True)
     doc = (pairs // n_stems).astype(np.int32)
     term = (pairs % n_stems).astype(np.int32)
-    return list(stem_ids), doc, term, tf.astype(np.int32), lengths
+    return stems, doc, term, tf.astype(np.int32), lengths
 
 
 def stable_argsort_u32(values: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:

@@ -14,9 +14,9 @@ Formats (one passage per line unless noted):
 A line that cannot be read raises :class:`CorpusFormatError` naming the file and the
 line number: nothing is dropped silently.
 
-:class:`PassageStore` keeps an index's passages on disk (``passages.jsonl`` plus an
-array of byte offsets) and reads a passage by seeking, so an index over millions of
-passages does not hold their text in memory.
+:class:`~searchain_graph.ir.passage_store.PassageStore` keeps an index's passages on disk
+(re-exported here). An index build streams passages as ``(text, metadata)`` pairs
+(:func:`iter_passages`), lighter than ``Document`` objects.
 """
 
 from __future__ import annotations
@@ -24,30 +24,59 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import os
-from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
-import numpy as np
 from langchain_core.documents import Document
 
-from searchain_graph.ir.index_dir import load_array
+from searchain_graph.ir.passage_store import OFFSETS_FILE, PASSAGES_FILE, Passage, PassageStore, write_passages
+
+__all__ = [
+    "OFFSETS_FILE",
+    "PASSAGES_FILE",
+    "CorpusFormatError",
+    "Passage",
+    "PassageStore",
+    "iter_corpora",
+    "iter_corpus",
+    "iter_passages",
+    "joined_text",
+    "load_corpus",
+    "passage_text",
+    "write_passages",
+]
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 """A corpus or dataset line longer than this (8 MiB) is refused with its line number before it is
 parsed, rather than read whole into memory: no passage or question record comes near it."""
-
-PASSAGES_FILE = "passages.jsonl"
-OFFSETS_FILE = "passages.offsets.npy"
 
 
 class CorpusFormatError(ValueError):
     """A corpus file has a line that is not a passage; the message names file and line."""
 
 
-def _passage_from_record(record: Any, where: str) -> Document:
+_ASCII_WHITESPACE = ("\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
+_WHITESPACE = (*_ASCII_WHITESPACE, "\x85", "\xa0", "\u1680", *map(chr, range(0x2000, 0x200B)), "\u2028", "\u2029")
+_WHITESPACE += ("\u202f", "\u205f", "\u3000")  # every character but " " that str.split() splits on
+
+
+def collapse_whitespace(text: str) -> str:
+    """``text`` with its whitespace runs as single spaces and none at the ends: ``" ".join(text.split())``.
+
+    A text that is already so (most passages) is returned as it is, found with a few ``in``
+    tests (C loops over the text) rather than split into words and joined again.
+    """
+    if "  " not in text and text[:1] != " " and text[-1:] != " ":
+        for char in _ASCII_WHITESPACE if text.isascii() else _WHITESPACE:
+            if char in text:
+                break
+        else:
+            return text
+    return " ".join(text.split())
+
+
+def _passage_from_record(record: Any, where: str) -> Passage:
     if not isinstance(record, dict):
         raise CorpusFormatError(f"{where}: expected a JSON object, got {type(record).__name__}")
     title = record.get("title")
@@ -61,22 +90,26 @@ def _passage_from_record(record: Any, where: str) -> Document:
             title, text = first.strip().strip('"'), rest
         else:
             text = contents
-    if text is None or not str(text).strip():
+    text = collapse_whitespace(text if isinstance(text, str) else "" if text is None else str(text))
+    if not text:
         raise CorpusFormatError(f"{where}: no passage text (expected a 'text', 'contents' or 'paragraph_text' field)")
     pid = record.get("id", record.get("_id"))
-    metadata: dict[str, Any] = {"title": str(title or "")}
+    metadata: dict[str, Any] = {"title": title if isinstance(title, str) else str(title or "")}
     if pid is not None:
-        metadata["id"] = str(pid)
-    return Document(page_content=" ".join(str(text).split()), metadata=metadata)
+        metadata["id"] = pid if isinstance(pid, str) else str(pid)
+    return text, metadata
 
 
 QA_PARAGRAPH_FIELDS = ("contexts", "paragraphs", "context")
 """Fields that mark a record as a QA dataset question carrying its paragraphs."""
+_QA_FIELDS = frozenset(QA_PARAGRAPH_FIELDS)
 
 
 def is_qa_record(record: Any) -> bool:
     """Whether ``record`` is a QA dataset question with paragraphs (rather than a passage)."""
-    return isinstance(record, dict) and any(isinstance(record.get(field), list) for field in QA_PARAGRAPH_FIELDS)
+    if not isinstance(record, dict) or _QA_FIELDS.isdisjoint(record):  # a passage: no field to look at
+        return False
+    return any(isinstance(record.get(field), list) for field in QA_PARAGRAPH_FIELDS)
 
 
 def paragraph_id(title: str, text: str) -> str:
@@ -143,7 +176,7 @@ def iter_json_records(path: Path, *, error: type[ValueError] = CorpusFormatError
             if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                 raise error(f"{where}: line longer than {MAX_LINE_BYTES} bytes; is this a corpus file?")
             line = _utf8(raw, where, error, bom=lineno == 1)
-            if not line.strip():
+            if not line or line.isspace():
                 continue
             try:
                 record = json.loads(line)
@@ -172,26 +205,30 @@ def iter_corpus(path: str | Path, *, seen: set[str] | None = None) -> Iterator[D
         FileNotFoundError: ``path`` does not exist.
         CorpusFormatError: a line is not a passage (the message names the line).
     """
-    path = Path(path)
+    for text, metadata in _file_passages(Path(path), set() if seen is None else seen):
+        yield Document(page_content=text, metadata=metadata)
+
+
+def _file_passages(path: Path, seen: set[str]) -> Iterator[Passage]:
+    """:func:`iter_corpus` as ``(text, metadata)`` pairs."""
     if not path.is_file():
         raise FileNotFoundError(f"corpus file not found: {path}")
     if path.suffix.lower() in {".tsv", ".tab"}:
         yield from _iter_tsv(path)
         return
-    seen = set() if seen is None else seen
     for record, where, number in iter_json_records(path):
         if is_qa_record(record):
             for doc in qa_paragraphs(record, where):
                 if doc.metadata["id"] not in seen:
                     seen.add(doc.metadata["id"])
-                    yield doc
+                    yield doc.page_content, doc.metadata
             continue
-        doc = _passage_from_record(record, where)
-        doc.metadata.setdefault("id", str(number))
-        yield doc
+        text, metadata = _passage_from_record(record, where)
+        metadata.setdefault("id", str(number))
+        yield text, metadata
 
 
-def _iter_tsv(path: Path) -> Iterator[Document]:
+def _iter_tsv(path: Path) -> Iterator[Passage]:
     with path.open(encoding="utf-8", newline="") as handle:
         reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
         header: list[str] | None = None
@@ -218,13 +255,20 @@ def _iter_tsv(path: Path) -> Iterator[Document]:
             yield _passage_from_record(dict(zip(header, row, strict=True)), where)
 
 
+def iter_passages(paths: str | Path | Sequence[str | Path]) -> Iterator[Passage]:
+    """The passages of several corpus files in turn, as ``(text, metadata)`` pairs (what an index build streams).
+
+    QA paragraphs are deduplicated across the files, as in :func:`iter_corpora`.
+    """
+    seen: set[str] = set()
+    for path in [paths] if isinstance(paths, (str, Path)) else paths:
+        yield from _file_passages(Path(path), seen)
+
+
 def iter_corpora(paths: str | Path | Sequence[str | Path]) -> Iterator[Document]:
     """Yield the passages of several corpus files in turn (QA paragraphs deduplicated across files)."""
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    seen: set[str] = set()
-    for path in paths:
-        yield from iter_corpus(path, seen=seen)
+    for text, metadata in iter_passages(paths):
+        yield Document(page_content=text, metadata=metadata)
 
 
 def load_corpus(paths: str | Path | Sequence[str | Path]) -> list[Document]:
@@ -248,89 +292,18 @@ def passage_text(doc: Document) -> str:
     (:func:`~searchain_graph.ir.readers.base.passage_of`); this string is what the old reader
     interface passed, and what an old-style reader still gets.
     """
-    title = str(doc.metadata.get("title") or "").strip()
-    return f"{title}\n{doc.page_content}" if title else doc.page_content
+    return joined_text(doc.page_content, doc.metadata)
+
+
+def joined_text(text: str, metadata: Mapping[str, Any]) -> str:
+    """:func:`passage_text` of a ``(text, metadata)`` passage."""
+    title = metadata.get("title")
+    if type(title) is not str:
+        title = str(title or "")
+    title = title.strip()
+    return f"{title}\n{text}" if title else text
 
 
 def scored_document(doc: Document, score: float, pid: int) -> Document:
     """``doc`` with a retriever's ``score`` and its ``pid`` (its row in the index) in the metadata."""
     return Document(page_content=doc.page_content, metadata={**doc.metadata, "score": score, "pid": pid})
-
-
-def _record(doc: Document) -> dict[str, Any]:
-    return {**doc.metadata, "text": doc.page_content}
-
-
-def _document(record: dict[str, Any]) -> Document:
-    text = record.pop("text")
-    return Document(page_content=text, metadata=record)
-
-
-def write_passages(docs: Iterable[Document], directory: str | Path) -> Iterator[Document]:
-    """Store ``docs`` in ``directory`` as a :class:`PassageStore`, yielding each one once written.
-
-    A generator, so that a corpus streams from its file, into the store and into an
-    indexer in one pass. The offsets file is written when the generator is exhausted.
-    """
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    offsets = array("q")  # 8 bytes a passage (a list of ints takes about 36)
-    with (directory / PASSAGES_FILE).open("wb") as handle:
-        position = 0
-        for doc in docs:
-            line = (json.dumps(_record(doc), ensure_ascii=False) + "\n").encode("utf-8")
-            handle.write(line)
-            offsets.append(position)
-            position += len(line)
-            yield doc
-        offsets.append(position)
-    np.save(directory / OFFSETS_FILE, np.frombuffer(offsets, dtype=np.int64))
-
-
-class PassageStore(Sequence[Document]):
-    """Passages kept on disk, read by position (``store[i]``) with one ``pread`` each.
-
-    Thread-safe: reads use positional I/O on one shared descriptor.
-    """
-
-    def __init__(self, directory: str | Path) -> None:
-        """Open the store in ``directory``.
-
-        Raises:
-            FileNotFoundError: ``directory`` holds no passage store.
-        """
-        self._fd = -1
-        directory = Path(directory)
-        path, offsets = directory / PASSAGES_FILE, directory / OFFSETS_FILE
-        if not path.is_file() or not offsets.is_file():
-            raise FileNotFoundError(f"no passages in {directory} (expected {PASSAGES_FILE} and {OFFSETS_FILE})")
-        self._offsets = load_array(offsets, mmap=True)
-        self._fd = os.open(path, os.O_RDONLY)
-
-    def __len__(self) -> int:
-        return int(self._offsets.shape[0]) - 1
-
-    @overload
-    def __getitem__(self, index: int) -> Document: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Document]: ...
-
-    def __getitem__(self, index: int | slice) -> Document | list[Document]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(f"passage {index} out of range (store has {len(self)})")
-        start, end = int(self._offsets[index]), int(self._offsets[index + 1])
-        return _document(json.loads(os.pread(self._fd, end - start, start)))
-
-    def close(self) -> None:
-        """Close the passages file (also done when the store is garbage-collected)."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def __del__(self) -> None:
-        self.close()

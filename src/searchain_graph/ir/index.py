@@ -22,8 +22,9 @@ from langchain_core.retrievers import BaseRetriever
 
 from searchain_graph.ir.bm25_build import build_bm25
 from searchain_graph.ir.bm25_retriever import BM25Retriever
-from searchain_graph.ir.corpus import iter_corpora, passage_text, write_passages
+from searchain_graph.ir.corpus import iter_passages, joined_text
 from searchain_graph.ir.index_dir import MANIFEST, IndexSummary, read_manifest, write_index
+from searchain_graph.ir.passage_store import store_passages
 from searchain_graph.ir.remote import RemoteRetriever, is_url
 
 RetrieverName = Literal["bm25", "tantivy", "colbert"]
@@ -64,7 +65,7 @@ def build_index(
 
     def stored_texts(out: Path) -> Iterator[str]:
         """Each passage's indexed text, as it is written to the passage store in ``out``."""
-        return (passage_text(d) for d in write_passages(iter_corpora(paths), out))
+        return (joined_text(text, metadata) for text, metadata in store_passages(iter_passages(paths), out))
 
     if retriever == "bm25":
 
