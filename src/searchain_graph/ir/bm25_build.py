@@ -17,7 +17,8 @@ at most ``shard_rows`` rows in memory at once, whatever the corpus size:
    scores and appends them to ``bm25_data.npy`` and ``bm25_indices.npy``.
 
 Memory is the vocabulary, one ``int32`` and one ``float32`` per passage (lengths and norms),
-and one shard or block of rows (about 40 bytes a row while sorting). Shards are read with plain
+and two shards of rows (one filling while a thread sorts and writes the other; about 40 bytes
+a row while sorting) or one block. Shards are read with plain
 file reads, not memory maps, so that the pages read do not count against the build's resident
 memory. The result is the same index, array for array, as the in-memory sort gave.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -143,18 +145,28 @@ def build_bm25(
         terms: list[Any] = []
         tfs: list[Any] = []
         held = 0
-        for start, (stems, doc, term, tf, chunk_lengths) in count_chunks(texts, workers=workers, chunk_size=chunk_size):
-            lut = np.fromiter((vocab.setdefault(s, len(vocab)) for s in stems), dtype=np.int32, count=len(stems))
-            docs.append(doc + np.int32(start))
-            terms.append(lut[term] if len(stems) else term)
-            tfs.append(tf)
-            lengths.append(chunk_lengths)
-            held += len(doc)
-            if held >= shard_rows:
-                shards.spill(docs, terms, tfs, len(vocab))
-                docs, terms, tfs, held = [], [], [], 0
-            if progress is not None:
-                progress(len(chunk_lengths))
+        # Shards are sorted and written by one thread beside the reading (NumPy's sorts and
+        # writes release the GIL): one shard is spilling while the next fills.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bm25-spill") as spiller:
+            spilling: Future[None] | None = None
+            for start, (stems, doc, term, tf, chunk_lengths) in count_chunks(
+                texts, workers=workers, chunk_size=chunk_size
+            ):
+                lut = np.fromiter((vocab.setdefault(s, len(vocab)) for s in stems), dtype=np.int32, count=len(stems))
+                docs.append(doc + np.int32(start))
+                terms.append(lut[term] if len(stems) else term)
+                tfs.append(tf)
+                lengths.append(chunk_lengths)
+                held += len(doc)
+                if held >= shard_rows:
+                    if spilling is not None:
+                        spilling.result()
+                    spilling = spiller.submit(shards.spill, docs, terms, tfs, len(vocab))
+                    docs, terms, tfs, held = [], [], [], 0
+                if progress is not None:
+                    progress(len(chunk_lengths))
+            if spilling is not None:
+                spilling.result()
         if not lengths:
             raise ValueError("cannot build a BM25 index over an empty corpus")
         if held:

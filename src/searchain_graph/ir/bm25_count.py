@@ -174,12 +174,14 @@ def _count_chunk(texts: list[str]) -> tuple[list[str], npt.NDArray[np.int32], np
     doc_of_token, stem_of_token = doc_of_token[keep], stem_of_token[keep]
     lengths = np.bincount(doc_of_token, minlength=len(texts)).astype(np.int32)
     # Renumber the chunk's stems in order of first occurrence, as if counted afresh.
-    found, first, term_of_token = np.unique(stem_of_token, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty(len(found), dtype=np.int64)
-    rank[order] = np.arange(len(found))
-    term_of_token = rank[term_of_token.reshape(-1)]
-    stems = [_WORD_STEMS.stems[n] for n in found[order].tolist()]
+    first = np.full(len(_WORD_STEMS.stems), len(stem_of_token), dtype=np.int64)
+    np.minimum.at(first, stem_of_token, np.arange(len(stem_of_token)))
+    found = np.flatnonzero(first < len(stem_of_token))
+    found = found[np.argsort(first[found], kind="stable")]
+    rank = np.zeros(len(first), dtype=np.int64)
+    rank[found] = np.arange(len(found))
+    term_of_token = rank[stem_of_token]
+    stems = [_WORD_STEMS.stems[n] for n in found.tolist()]
     n_stems = max(len(stems), 1)
     pairs, tf = np.unique(doc_of_token * n_stems + term_of_token, return_counts=True)
     doc = (pairs // n_stems).astype(np.int32)
