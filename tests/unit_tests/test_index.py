@@ -135,7 +135,10 @@ def test_spilled_shards_build_the_same_index(tmp_path: Path) -> None:
     )  # the scratch shards are gone
 
 
-def test_pruned_search_returns_the_exhaustive_top_k() -> None:
+@pytest.mark.parametrize(
+    ("sparse_share", "seed_size"), [(1, 2048), (8, 16), (64, 2048), (64, 16), (10**9, 16)]
+)  # from all-sparse to all-dense merges, with and without scoring a few candidates in full first
+def test_pruned_search_returns_the_exhaustive_top_k(sparse_share: int, seed_size: int) -> None:
     rng = random.Random(3)
     words = "alpha beta gamma delta epsilon toronto montreal bus terminal album singer river city".split()
     rare = [f"rare{n}" for n in range(30)]
@@ -145,6 +148,7 @@ def test_pruned_search_returns_the_exhaustive_top_k() -> None:
     index = BM25Index.build(texts, workers=1)
     assert index.max_scores is not None and len(index.max_scores) == len(index.vocab)
     exhaustive = BM25Index(**{k: v for k, v in vars(index).items() if k != "_stemmer"} | {"max_scores": None})
+    index.sparse_share, index.seed_size = sparse_share, seed_size
     for _ in range(300):
         query = " ".join(rng.choices(words + rare, k=rng.randint(2, 6)))
         for k in (1, 3, 10):

@@ -56,8 +56,11 @@ class BM25Index:
     """
 
     sparse_share = 64
-    """MaxScore merges candidates one list at a time while they stay under 1/64 of the passages;
-    past that, one dense pass is cheaper (measured at 1M passages: 1/8 made p95 worse)."""
+    """MaxScore merges the shortest lists into candidates while their postings stay under 1/64 of
+    the passages; past that, one dense pass is cheaper (measured at 1M passages: 1/8 made p95 worse)."""
+    seed_size = 2048
+    """Candidates scored in full first, the best by partial score, when there are more: their
+    ``k``-th score prunes the others before they are completed."""
 
     def __init__(
         self,
@@ -160,11 +163,13 @@ class BM25Index:
         start, stop = int(self.indptr[term]), int(self.indptr[term + 1])
         return self.indices[start:stop], self.data[start:stop]
 
-    def _merge_sparse(self, candidates: Any, scores: Any, term: int) -> tuple[Any, Any]:
-        """Add every passage of a short posting list to the candidates."""
-        docs, weights = self._postings(term)
-        merged, inverse = np.unique(np.concatenate([candidates, docs]), return_inverse=True)
-        summed = np.bincount(inverse, weights=np.concatenate([scores, weights]), minlength=len(merged))
+    def _merge_sparse(self, candidates: Any, scores: Any, terms: Any) -> tuple[Any, Any]:
+        """Add every passage of some short posting lists to the candidates (sorted, with summed scores)."""
+        parts = [self._postings(int(t)) for t in terms]
+        docs = np.concatenate([candidates, *(d for d, _ in parts)])
+        merged, inverse = np.unique(docs, return_inverse=True)
+        weights = np.concatenate([scores, *(w for _, w in parts)])
+        summed = np.bincount(inverse.reshape(-1), weights=weights, minlength=len(merged))
         return merged.astype(np.int64), summed
 
     def _merge_dense(self, candidates: Any, scores: Any, terms: Any) -> tuple[Any, Any]:
@@ -206,12 +211,18 @@ class BM25Index:
         """MaxScore (Turtle and Flood, 1995): the exact top ``k`` without reading every long posting list.
 
         Stems are taken shortest list first (rare stems: the highest score bounds); ``left[i]`` is
-        the most that stems ``i..`` can add to a passage (their stored maximum scores). Short lists
-        are merged one by one. Once ``k`` candidates exist, their ``k``-th best partial score
-        ``theta`` is a lower bound of the final ``k``-th score: the stems up to the first ``i`` with
-        ``left[i] < theta`` are read whole (in one pass), and then no passage outside the
-        candidates can enter the top ``k``. Candidates that cannot reach ``theta`` either are
-        dropped, and the stems left only complete the others' scores by binary search.
+        the most that stems ``i..`` can add to a passage (their stored maximum scores).
+
+        1. The short lists are merged into candidates, one by one, while they stay small.
+        2. The candidates' scores are completed with the long lists by binary search, the list
+           after the shortest first; before each, the candidates that cannot reach the ``k``-th
+           best score so far (``theta``) even with every list left are dropped.
+        3. Every other passage is only in the long lists, so scores at most ``left[i]``. When
+           that is under ``theta`` (now a full score), the top ``k`` is found. Otherwise only
+           the lists ``i..e`` with ``left[e] >= theta`` can lift a new passage past it, and only
+           through a posting whose score is at least ``theta - left[e]`` less the other such
+           lists' bounds: those few passages are scored in full. When they are too many, the
+           lists are merged in one dense pass instead.
         """
         assert self.max_scores is not None
         ids = np.asarray(terms, dtype=np.int64)
@@ -220,31 +231,70 @@ class BM25Index:
         ids, lengths = ids[order], lengths[order]
         bounds = np.asarray(self.max_scores)[ids].astype(np.float64)
         left = np.append(np.cumsum(bounds[::-1])[::-1], 0.0) * (1 + 1e-5) + 1e-9  # a margin for rounding
-        candidates, scores = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        # 1. The short lists, merged in one pass while their postings stay a small share.
+        i = int(np.searchsorted(self.sparse_share * np.cumsum(lengths), self.num_docs, side="right"))
+        candidates, scores = self._merge_sparse(np.zeros(0, np.int64), np.zeros(0, np.float64), ids[:i])
+        floor = 0.0  # a lower bound of the final k-th score: the k-th full score of some passages
 
         def theta() -> float:
-            return float(np.partition(scores, len(scores) - k)[len(scores) - k]) if len(scores) >= k else 0.0
+            if len(scores) < k:
+                return floor
+            return max(floor, float(np.partition(scores, len(scores) - k)[len(scores) - k]))
 
-        i = 0
-        while (
-            i < len(ids)
-            and self.sparse_share * (len(candidates) + int(lengths[i])) <= self.num_docs
-            and left[i] >= theta()
-        ):
-            candidates, scores = self._merge_sparse(candidates, scores, int(ids[i]))
-            i += 1
-        bound = theta()
-        j = i
-        while j < len(ids) and left[j] >= bound:
-            j += 1
-        if j > i:
-            candidates, scores = self._merge_dense(candidates, scores, ids[i:j])
-        if j < len(ids) and len(scores) > k:
-            keep = scores + left[j] >= theta()
+        # 2. The best few candidates by partial score, scored in full, give a tight floor first.
+        if i < len(ids) and len(candidates) > self.seed_size:
+            seed = np.sort(np.argpartition(scores, len(scores) - self.seed_size)[len(scores) - self.seed_size :])
+            seed_docs, seed_scores = candidates[seed], scores[seed]
+            for term in ids[i:]:
+                self._complete(seed_docs, seed_scores, int(term))
+            floor = float(np.partition(seed_scores, len(seed_scores) - k)[len(seed_scores) - k])
+            keep = scores + left[i] >= floor
             candidates, scores = candidates[keep], scores[keep]
-        for term in ids[j:]:
-            self._complete(candidates, scores, int(term))
-        return candidates, scores
+        for j in range(i, len(ids)):
+            if len(scores) > k:
+                keep = scores + left[j] >= theta()
+                candidates, scores = candidates[keep], scores[keep]
+            self._complete(candidates, scores, int(ids[j]))
+        bound = theta()
+        if i == len(ids) or left[i] < bound:
+            return candidates, scores
+        e = i
+        while e < len(ids) and left[e] >= bound:
+            e += 1
+        found = self._lifted(ids[i:e], bounds[i:e], bound - left[e]) if bound > 0 else None
+        if found is None:  # a dense pass over the lists that can lift a passage
+            found, found_scores = self._merge_dense(np.zeros(0, np.int64), np.zeros(0, np.float64), ids[i:e])
+            found_scores = found_scores.astype(np.float64, copy=False)
+        else:
+            found_scores = np.zeros(len(found), dtype=np.float64)
+            for term in ids[i:e]:
+                self._complete(found, found_scores, int(term))
+        # The passages of lists 0..i are candidates, or were dropped as out of reach; the others
+        # have all but lists e.. in found_scores. (Masks keep them sorted, as _complete needs.)
+        new = ~np.isin(found, candidates, assume_unique=True) & (found_scores + left[e] >= bound)
+        found, found_scores = found[new], found_scores[new]
+        for term in ids[e:]:
+            self._complete(found, found_scores, int(term))
+        return np.concatenate([candidates, found]), np.concatenate([scores, found_scores])
+
+    def _lifted(self, ids: Any, bounds: Any, need: float) -> npt.NDArray[np.int64] | None:
+        """The passages of lists ``ids`` whose scores there may add up to ``need``, sorted.
+
+        A passage can only reach ``need`` if each of its postings reaches ``need`` less the other
+        lists' bounds. ``None`` when they are more than a sparse merge is worth (the caller
+        merges the lists densely then).
+        """
+        slack = float(np.sum(bounds))
+        parts = []
+        for term, term_bound in zip(ids.tolist(), bounds.tolist(), strict=True):
+            docs, weights = self._postings(term)
+            floor = need - (slack - term_bound) * (1 + 1e-5) - 1e-9  # a margin for rounding
+            parts.append(np.asarray(docs)[np.asarray(weights) >= floor])
+            if self.sparse_share * len(parts[-1]) > self.num_docs:
+                return None
+        merged = np.sort(np.concatenate(parts)).astype(np.int64)
+        found = merged[np.append(True, merged[1:] != merged[:-1])] if len(merged) else merged
+        return None if self.sparse_share * len(found) > self.num_docs else found
 
     def save(self, directory: str | Path) -> None:
         """Write the index to ``directory`` (created if needed)."""
