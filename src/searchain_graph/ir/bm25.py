@@ -163,20 +163,20 @@ class BM25Index:
         start, stop = int(self.indptr[term]), int(self.indptr[term + 1])
         return self.indices[start:stop], self.data[start:stop]
 
-    def _merge_sparse(self, candidates: Any, scores: Any, terms: Any) -> tuple[Any, Any]:
-        """Add every passage of some short posting lists to the candidates (sorted, with summed scores)."""
+    def _merge_sparse(self, terms: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
+        """Every passage of some posting lists, sorted, with its summed score: by sorting the postings."""
         parts = [self._postings(int(t)) for t in terms]
-        docs = np.concatenate([candidates, *(d for d, _ in parts)])
+        docs = np.concatenate([np.zeros(0, np.int32), *(d for d, _ in parts)])
         merged, inverse = np.unique(docs, return_inverse=True)
-        weights = np.concatenate([scores, *(w for _, w in parts)])
+        weights = np.concatenate([np.zeros(0, np.float32), *(w for _, w in parts)])
         summed = np.bincount(inverse.reshape(-1), weights=weights, minlength=len(merged))
         return merged.astype(np.int64), summed
 
-    def _merge_dense(self, candidates: Any, scores: Any, terms: Any) -> tuple[Any, Any]:
-        """Add every passage of several (long) posting lists to the candidates, in one pass."""
+    def _merge_dense(self, terms: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
+        """:meth:`_merge_sparse` in one dense pass over all passages: cheaper for long lists."""
         parts = [self._postings(int(t)) for t in terms]
-        docs = np.concatenate([candidates, *(d for d, _ in parts)])
-        weights = np.concatenate([scores, *(w for _, w in parts)])
+        docs = np.concatenate([np.zeros(0, np.int32), *(d for d, _ in parts)])
+        weights = np.concatenate([np.zeros(0, np.float32), *(w for _, w in parts)])
         dense = np.bincount(docs, weights=weights, minlength=self.num_docs)
         found = np.flatnonzero(dense)
         return found.astype(np.int64), dense[found]
@@ -200,12 +200,8 @@ class BM25Index:
         """Every passage sharing a stem with the query, with its full score."""
         postings = sum(int(self.indptr[t + 1] - self.indptr[t]) for t in terms)
         if self.num_docs <= 4 * postings or self.num_docs <= 2_000_000:
-            return self._merge_dense(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), terms)
-        parts = [self._postings(t) for t in terms]
-        docs = np.concatenate([d for d, _ in parts])
-        weights = np.concatenate([w for _, w in parts])
-        found, inverse = np.unique(docs, return_inverse=True)
-        return found.astype(np.int64), np.bincount(inverse, weights=weights)
+            return self._merge_dense(terms)
+        return self._merge_sparse(terms)
 
     def _pruned(self, terms: list[int], k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
         """MaxScore (Turtle and Flood, 1995): the exact top ``k`` without reading every long posting list.
@@ -213,11 +209,14 @@ class BM25Index:
         Stems are taken shortest list first (rare stems: the highest score bounds); ``left[i]`` is
         the most that stems ``i..`` can add to a passage (their stored maximum scores).
 
-        1. The short lists are merged into candidates, one by one, while they stay small.
-        2. The candidates' scores are completed with the long lists by binary search, the list
-           after the shortest first; before each, the candidates that cannot reach the ``k``-th
-           best score so far (``theta``) even with every list left are dropped.
-        3. Every other passage is only in the long lists, so scores at most ``left[i]``. When
+        1. The short lists ``..i`` are merged into candidates in one pass while their postings
+           stay under ``1/sparse_share`` of the passages.
+        2. The :attr:`seed_size` best candidates by partial score are scored in full: their
+           ``k``-th score is a floor under the final one, and prunes the others.
+        3. The candidates' scores are completed with the long lists by binary search, the
+           shortest first; before each, the candidates that cannot reach the ``k``-th best score
+           so far (``theta``) even with every list left are dropped.
+        4. Every other passage is only in the long lists, so scores at most ``left[i]``. When
            that is under ``theta`` (now a full score), the top ``k`` is found. Otherwise only
            the lists ``i..e`` with ``left[e] >= theta`` can lift a new passage past it, and only
            through a posting whose score is at least ``theta - left[e]`` less the other such
@@ -233,7 +232,7 @@ class BM25Index:
         left = np.append(np.cumsum(bounds[::-1])[::-1], 0.0) * (1 + 1e-5) + 1e-9  # a margin for rounding
         # 1. The short lists, merged in one pass while their postings stay a small share.
         i = int(np.searchsorted(self.sparse_share * np.cumsum(lengths), self.num_docs, side="right"))
-        candidates, scores = self._merge_sparse(np.zeros(0, np.int64), np.zeros(0, np.float64), ids[:i])
+        candidates, scores = self._merge_sparse(ids[:i])
         floor = 0.0  # a lower bound of the final k-th score: the k-th full score of some passages
 
         def theta() -> float:
@@ -263,8 +262,7 @@ class BM25Index:
             e += 1
         found = self._lifted(ids[i:e], bounds[i:e], bound - left[e]) if bound > 0 else None
         if found is None:  # a dense pass over the lists that can lift a passage
-            found, found_scores = self._merge_dense(np.zeros(0, np.int64), np.zeros(0, np.float64), ids[i:e])
-            found_scores = found_scores.astype(np.float64, copy=False)
+            found, found_scores = self._merge_dense(ids[i:e])
         else:
             found_scores = np.zeros(len(found), dtype=np.float64)
             for term in ids[i:e]:
