@@ -24,7 +24,6 @@ from searchain_graph.evaluation.dataset_records import (
     Example,
     Step,
     _answers,
-    _clean,
     _example,
     _field,
     _identifier,
@@ -33,6 +32,7 @@ from searchain_graph.evaluation.dataset_records import (
     _sentence_paragraphs,
     _text,
 )
+from searchain_graph.ir.corpus import collapse_whitespace
 
 FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 
@@ -218,11 +218,11 @@ def _strategyqa(record: Mapping[str, Any], where: str, number: int) -> Example:
         raw = _list(record, "decomposition", where)
         if not all(isinstance(s, str) and s.strip() for s in raw):
             raise DatasetFormatError(f"{where}: field 'decomposition' must be a list of non-empty strings")
-        steps = [{"question": _clean(s), "answer": ""} for s in raw] or None
+        steps = [{"question": collapse_whitespace(s), "answer": ""} for s in raw] or None
     meta: dict[str, object] = {k: record[k] for k in ("term", "description") if isinstance(record.get(k), str)}
     facts = record.get("facts")
     if isinstance(facts, list):
-        meta["facts"] = [_clean(str(f)) for f in facts]
+        meta["facts"] = [collapse_whitespace(str(f)) for f in facts]
     if "evidence" in record:
         meta["evidence_paragraphs"] = _evidence_paragraphs(record["evidence"])
     return _example(
@@ -237,7 +237,7 @@ def _strategyqa(record: Mapping[str, Any], where: str, number: int) -> Example:
 
 
 def _fever_label(value: Any, where: str, key: str) -> str:
-    label = _clean(value).upper() if isinstance(value, str) else None
+    label = collapse_whitespace(value).upper() if isinstance(value, str) else None
     if label not in FEVER_LABELS:
         raise DatasetFormatError(f"{where}: {key} must be one of {', '.join(FEVER_LABELS)}, got {value!r}")
     return label
@@ -287,7 +287,7 @@ def _eli5(record: Mapping[str, Any], where: str, number: int) -> Example:
         answers = _answers("", block["text"], where, "answers.text")
         selftext = record.get("selftext")
         if isinstance(selftext, str) and selftext.strip():
-            meta["selftext"] = _clean(selftext)
+            meta["selftext"] = collapse_whitespace(selftext)
         if isinstance(record.get("subreddit"), str):
             meta["subreddit"] = record["subreddit"]
     return _example("eli5", qid, question, answers, hops=None, meta=meta)
@@ -300,7 +300,7 @@ def _step_answers(record: Mapping[str, Any], key: str, where: str) -> list[str]:
     values = [value] if isinstance(value, str) else value
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         raise DatasetFormatError(f"{where}: field {key!r} must be a string or a list of strings")
-    return [v for v in (_clean(v) for v in values) if v]
+    return [v for v in (collapse_whitespace(v) for v in values) if v]
 
 
 def _bamboogle(record: Mapping[str, Any], where: str, number: int) -> Example:
@@ -316,7 +316,7 @@ def _bamboogle(record: Mapping[str, Any], where: str, number: int) -> Example:
         if not isinstance(sub_question, str):
             raise DatasetFormatError(f"{where}: field 'Q{k}' must be a string")
         sub_answers = _step_answers(record, f"A{k}", where)
-        steps.append({"question": _clean(sub_question), "answer": sub_answers[0] if sub_answers else ""})
+        steps.append({"question": collapse_whitespace(sub_question), "answer": sub_answers[0] if sub_answers else ""})
         step_answers.append(sub_answers)
     meta: dict[str, object] = {"step_answers": step_answers} if steps else {}
     return _example("bamboogle", qid, question, answers, hops=2, decomposition=steps or None, meta=meta)

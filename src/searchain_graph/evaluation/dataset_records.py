@@ -12,7 +12,7 @@ neither of them.
   file, ``where`` naming the file and line (or record) for error messages.
 * Field checks: :func:`_text`, :func:`_list`, :func:`_identifier`, :func:`_answers` and the
   paragraph readers raise :class:`DatasetFormatError` naming the record and field; text is
-  whitespace-collapsed (:func:`_clean`) as :mod:`searchain_graph.ir.corpus` does.
+  whitespace-collapsed by :mod:`searchain_graph.ir.corpus`'s own ``collapse_whitespace``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
-from searchain_graph.ir.corpus import iter_json_records
+from searchain_graph.ir.corpus import collapse_whitespace, iter_json_records
 
 
 class Paragraph(TypedDict):
@@ -104,10 +104,6 @@ def _csv_records(path: Path) -> Iterator[tuple[Any, str, int]]:
 # --- field access ------------------------------------------------------------------------------
 
 
-def _clean(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _field(record: Mapping[str, Any], key: str, where: str) -> Any:
     if key not in record or record[key] is None:
         raise DatasetFormatError(f"{where}: missing field {key!r}")
@@ -118,7 +114,7 @@ def _text(record: Mapping[str, Any], key: str, where: str) -> str:
     value = _field(record, key, where)
     if not isinstance(value, str):
         raise DatasetFormatError(f"{where}: field {key!r} must be a string, got {type(value).__name__}")
-    value = _clean(value)
+    value = collapse_whitespace(value)
     if not value:
         raise DatasetFormatError(f"{where}: field {key!r} is empty")
     return value
@@ -150,7 +146,7 @@ def _answers(first: str, aliases: Iterable[Any], where: str, key: str) -> list[s
     for n, alias in enumerate(aliases):
         if not isinstance(alias, str):
             raise DatasetFormatError(f"{where}: {key}[{n}] must be a string, got {type(alias).__name__}")
-        alias = _clean(alias)
+        alias = collapse_whitespace(alias)
         if alias and alias not in out:
             out.append(alias)
     if not out:
@@ -195,7 +191,8 @@ def _paragraph_objects(items: list[Any], key: str, where: str) -> list[Paragraph
             raise DatasetFormatError(f"{where}: {key}[{n}] needs a string 'title' and 'paragraph_text'")
         if not isinstance(supporting, bool):
             raise DatasetFormatError(f"{where}: {key}[{n}].is_supporting must be true or false")
-        out.append({"title": _clean(title), "text": _clean(text), "is_supporting": supporting})
+        title, text = collapse_whitespace(title), collapse_whitespace(text)
+        out.append({"title": title, "text": text, "is_supporting": supporting})
     return out
 
 
@@ -207,7 +204,7 @@ def _supporting_titles(record: Mapping[str, Any], where: str) -> set[str]:
     for n, fact in enumerate(facts):
         if not isinstance(fact, list) or len(fact) != 2 or not isinstance(fact[0], str):
             raise DatasetFormatError(f"{where}: supporting_facts[{n}] must be [title, sentence index]")
-        titles.add(_clean(fact[0]))
+        titles.add(collapse_whitespace(fact[0]))
     return titles
 
 
@@ -224,7 +221,7 @@ def _sentence_paragraphs(record: Mapping[str, Any], where: str) -> list[Paragrap
             or not all(isinstance(s, str) for s in item[1])
         ):
             raise DatasetFormatError(f"{where}: context[{n}] must be [title, [sentences]]")
-        title = _clean(item[0])
-        text = _clean(" ".join(s.strip() for s in item[1]))
+        title = collapse_whitespace(item[0])
+        text = collapse_whitespace(" ".join(s.strip() for s in item[1]))
         out.append({"title": title, "text": text, "is_supporting": title in supporting})
     return out

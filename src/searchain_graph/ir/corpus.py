@@ -38,6 +38,7 @@ __all__ = [
     "CorpusFormatError",
     "Passage",
     "PassageStore",
+    "collapse_whitespace",
     "iter_corpora",
     "iter_corpus",
     "iter_passages",
@@ -57,8 +58,8 @@ class CorpusFormatError(ValueError):
 
 
 _ASCII_WHITESPACE = ("\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
-_WHITESPACE = (*_ASCII_WHITESPACE, "\x85", "\xa0", "\u1680", *map(chr, range(0x2000, 0x200B)), "\u2028", "\u2029")
-_WHITESPACE += ("\u202f", "\u205f", "\u3000")  # every character but " " that str.split() splits on
+_WHITESPACE = (*_ASCII_WHITESPACE, "\x85", "\xa0", "\u1680", *map(chr, range(0x2000, 0x200B)))
+_WHITESPACE += ("\u2028", "\u2029", "\u202f", "\u205f", "\u3000")  # all but " " that str.split() splits on
 
 
 def collapse_whitespace(text: str) -> str:
@@ -134,10 +135,10 @@ def qa_paragraphs(record: dict[str, Any], where: str) -> Iterator[Document]:
             raise CorpusFormatError(f"{where}: {field}[{n}] is neither a paragraph object nor [title, sentences]")
         if not isinstance(text, str):
             raise CorpusFormatError(f"{where}: {field}[{n}] has no paragraph text")
-        text = " ".join(text.split())
+        text = collapse_whitespace(text)
         if not text:
             continue
-        title = " ".join(str(title or "").split())
+        title = collapse_whitespace(str(title or ""))
         yield Document(page_content=text, metadata={"title": title, "id": paragraph_id(title, text)})
 
 
