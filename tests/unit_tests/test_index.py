@@ -136,8 +136,8 @@ def test_spilled_shards_build_the_same_index(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("sparse_share", "seed_size"), [(1, 2048), (8, 16), (64, 2048), (64, 16), (10**9, 16)]
-)  # from all-sparse to all-dense merges, with and without scoring a few candidates in full first
+    ("sparse_share", "seed_size"), [(1, 2048), (8, 16), (24, 512), (64, 16), (10**9, 16)]
+)  # from all-sparse to all-dense merges (the defaults in the middle), with and without scoring a few in full first
 def test_pruned_search_returns_the_exhaustive_top_k(sparse_share: int, seed_size: int) -> None:
     rng = random.Random(3)
     words = "alpha beta gamma delta epsilon toronto montreal bus terminal album singer river city".split()
