@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 from retrieval import iter_synthetic, percentile, queries  # noqa: E402
 
-from searchain_graph.ir.bm25 import BM25Index  # noqa: E402
+from searchain_graph.ir.bm25 import BM25Index, retain_freed_memory  # noqa: E402
 from searchain_graph.ir.index import load_index  # noqa: E402
 from searchain_graph.ir.tantivy_index import TantivyRetriever  # noqa: E402
 
@@ -136,7 +136,14 @@ def main() -> None:
     parser.add_argument(
         "--exhaustive", action="store_true", help="also time the built-in engine without pruning, and compare the lists"
     )
+    parser.add_argument(
+        "--retain-freed-memory",
+        action="store_true",
+        help="time the queries with glibc keeping freed memory, as `searchain serve-index` does",
+    )
     args = parser.parse_args()
+    if args.retain_freed_memory and not retain_freed_memory():
+        raise SystemExit("--retain-freed-memory: this C library is not glibc")
     args.workdir.mkdir(parents=True, exist_ok=True)
     qs = queries()
     rows = []

@@ -343,3 +343,17 @@ async def test_ainvoke_takes_k(tmp_path: Path) -> None:
     docs = await retriever.ainvoke("Kevin Drew born", k=1)
     assert len(docs) == 1 and docs[0].metadata["title"] == "Kevin Drew"
     assert len(await retriever.ainvoke("Kevin Drew born")) == 3
+
+
+def test_retain_freed_memory_takes_on_glibc_and_queries_stay_the_same() -> None:
+    import platform
+
+    from searchain_graph.ir.bm25 import retain_freed_memory
+
+    index = BM25Index.build(TEXTS, workers=1)
+    before = [index.search(text, 3) for text in TEXTS]
+    assert retain_freed_memory() is (platform.libc_ver()[0] == "glibc")
+    for text, (ids, scores) in zip(TEXTS, before, strict=True):
+        again = index.search(text, 3)
+        assert again[0].tolist() == ids.tolist()
+        np.testing.assert_allclose(again[1], scores, rtol=1e-6)

@@ -58,10 +58,12 @@ def run_serve(args: argparse.Namespace) -> int:
 def run_serve_index(args: argparse.Namespace) -> int:
     """``searchain serve-index``: open an index once, then answer ColBERTv2-protocol searches until interrupted."""
     _check_server(args, "serve-index", "query this index")
+    from searchain_graph.ir.bm25 import retain_freed_memory
     from searchain_graph.ir.index import load_index
     from searchain_graph.ir.index_dir import read_manifest
     from searchain_graph.serve.index_server import create_index_app
 
+    retain_freed_memory()  # a process that only answers searches: keep query buffers between requests
     manifest = read_manifest(args.index)
     about = f"{manifest.get('retriever')} index {args.index} ({manifest.get('passages'):,} passages)"
     app = create_index_app(load_index(args.index), about=about, max_concurrent=args.max_concurrent)
