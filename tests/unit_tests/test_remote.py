@@ -225,6 +225,7 @@ def test_cli_serve_index_shared_by_eval_workers(index_dir: Path, tmp_path: Path)
         assert [r["error"] for r in records] == [None, None] and {r["retriever"] for r in records} == {
             "RemoteRetriever"
         }
+        assert {r["llm_backend"] for r in records} == {None}  # not a local model: no backend to name
         assert httpx.get(base + "healthz").json()["queries"] >= 2
     finally:
         server.terminate()

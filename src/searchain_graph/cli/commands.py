@@ -122,6 +122,7 @@ def run_eval(args: argparse.Namespace) -> int:
             progress=progress,
             extra={
                 "model": str(model_name),
+                "llm_backend": getattr(llm, "backend", None),  # a local model's: torch, onnx-int4, ...
                 "reader": args.reader,
                 "retriever": type(retriever).__name__,
                 "concurrency": concurrency,
