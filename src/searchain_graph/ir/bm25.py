@@ -195,16 +195,20 @@ class BM25Index:
         start, stop = int(self.indptr[term]), int(self.indptr[term + 1])
         return self.indices[start:stop], self.data[start:stop]
 
+    def _concatenated(self, terms: Any) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """The posting lists of ``terms`` one after another: passage ids and scores."""
+        parts = [self._postings(int(t)) for t in terms]
+        docs = np.concatenate([np.zeros(0, self.indices.dtype), *(d for d, _ in parts)])
+        return docs, np.concatenate([np.zeros(0, self.data.dtype), *(w for _, w in parts)])
+
     def _merge_sparse(self, terms: Any) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
         """Every passage of some posting lists, sorted, with its summed score: by sorting the postings.
 
         A stable sort merges the sorted runs (timsort), and each passage's scores are added in list order.
         """
-        parts = [self._postings(int(t)) for t in terms]
-        docs = np.concatenate([np.zeros(0, np.int32), *(d for d, _ in parts)])
+        docs, weights = self._concatenated(terms)
         if not len(docs):
             return docs, np.zeros(0, dtype=np.float64)
-        weights = np.concatenate([np.zeros(0, np.float32), *(w for _, w in parts)])
         order = np.argsort(docs, kind="stable")
         docs = docs[order]
         starts = np.flatnonzero(np.append(True, docs[1:] != docs[:-1]))
@@ -215,9 +219,7 @@ class BM25Index:
 
         Only passages scoring ``at_least`` (when above 0) are returned.
         """
-        parts = [self._postings(int(t)) for t in terms]
-        docs = np.concatenate([np.zeros(0, np.int32), *(d for d, _ in parts)])
-        weights = np.concatenate([np.zeros(0, np.float32), *(w for _, w in parts)])
+        docs, weights = self._concatenated(terms)
         dense = np.bincount(docs, weights=weights, minlength=self.num_docs)
         found = np.flatnonzero(dense >= at_least if at_least > 0 else dense > 0)
         return found.astype(self.indices.dtype), dense[found]
@@ -234,7 +236,7 @@ class BM25Index:
             hit = np.asarray(docs[at]) == needles
             scores[hit] += np.asarray(weights[at[hit]], dtype=np.float64)
         else:  # look the list up in the candidates
-            docs, weights = np.asarray(docs).astype(candidates.dtype), np.asarray(weights)
+            docs, weights = np.asarray(docs).astype(candidates.dtype, copy=False), np.asarray(weights)
             at = np.searchsorted(candidates, docs)
             np.minimum(at, len(candidates) - 1, out=at)
             hit = candidates[at] == docs
