@@ -346,14 +346,26 @@ async def test_ainvoke_takes_k(tmp_path: Path) -> None:
 
 
 def test_retain_freed_memory_takes_on_glibc_and_queries_stay_the_same() -> None:
+    # In a child process: the setting is process-wide and stays, so it must not leak into other tests.
     import platform
+    import subprocess
+    import sys
 
-    from searchain_graph.ir.bm25 import retain_freed_memory
-
-    index = BM25Index.build(TEXTS, workers=1)
-    before = [index.search(text, 3) for text in TEXTS]
-    assert retain_freed_memory() is (platform.libc_ver()[0] == "glibc")
-    for text, (ids, scores) in zip(TEXTS, before, strict=True):
-        again = index.search(text, 3)
-        assert again[0].tolist() == ids.tolist()
-        np.testing.assert_allclose(again[1], scores, rtol=1e-6)
+    script = f"""
+import json, numpy as np
+from searchain_graph.ir.bm25 import BM25Index, retain_freed_memory
+texts = {TEXTS!r}
+index = BM25Index.build(texts, workers=1)
+before = [index.search(text, 3) for text in texts]
+took = retain_freed_memory()
+after = [index.search(text, 3) for text in texts]
+print(json.dumps({{"took": took, "ids": [[a[0].tolist(), b[0].tolist()] for a, b in zip(before, after)],
+                  "scores": [[a[1].tolist(), b[1].tolist()] for a, b in zip(before, after)]}}))
+"""
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    result = json.loads(child.stdout)
+    assert result["took"] is (platform.libc_ver()[0] == "glibc")
+    for before, after in result["ids"]:
+        assert after == before
+    for before, after in result["scores"]:
+        np.testing.assert_allclose(after, before, rtol=1e-6)
