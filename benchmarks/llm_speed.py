@@ -33,6 +33,7 @@ import torch
 from langchain_core.messages import AIMessage, HumanMessage
 
 from searchain_graph.llms.chat_model import TransformersChatModel
+from searchain_graph.llms.onnx_genai import default_threads
 from searchain_graph.method.prompts import COQ_PROMPTS
 
 DATA = Path(__file__).resolve().parents[2] / "shared/data/hotpotqa/ircot_dev_subsampled.first200.jsonl"
@@ -159,7 +160,10 @@ def main() -> None:
     args = parser.parse_args()
 
     bandwidth = bandwidth_gbs()
-    print(f"memory bandwidth (numpy sum, one thread): {bandwidth:.1f} GB/s; torch threads {torch.get_num_threads()}")
+    print(
+        f"memory bandwidth (numpy sum, one thread): {bandwidth:.1f} GB/s; torch threads {torch.get_num_threads()}; "
+        f"ONNX Runtime threads {default_threads()}"
+    )
     qs = questions(max(args.prompts, 8))
     coq = [COQ_PROMPTS["multihop"].format(question=q) for q in qs[:2]]
     short = [f"Answer the question in one sentence: {q}" for q in qs]

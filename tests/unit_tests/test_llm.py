@@ -70,9 +70,13 @@ def test_default_choice_follows_the_environment(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv("OPENAI_API_KEY")
     local = load_chat_model(None)
     assert isinstance(local, TransformersChatModel)
+    # The offline model runs on its own 4-bit blocks by default; torch stays the fp32 reference.
+    assert local.backend == "onnx-int4"
+    assert load_chat_model("smollm2", backend="torch").backend == "torch"  # type: ignore[attr-defined]
 
 
 def test_loads_a_local_directory(tiny_llm_dir: Path) -> None:
     llm = load_chat_model(str(tiny_llm_dir), max_new_tokens=4)
     assert isinstance(llm, TransformersChatModel)
+    assert llm.backend == "torch"  # other local models: the reference unless asked
     assert llm.invoke("hi").usage_metadata is not None

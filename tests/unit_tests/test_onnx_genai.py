@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from searchain_graph.llms.chat_model import TransformersChatModel
-from searchain_graph.llms.onnx_genai import GenAIDecoder, build_genai_model
+from searchain_graph.llms.onnx_genai import GenAIDecoder, build_genai_model, default_threads
 from searchain_graph.llms.weights import content_key
 
 
@@ -79,6 +79,24 @@ def test_a_kept_prefix_gives_what_a_cold_prefill_gives(tiny_llm_dir: Path, tiny_
     assert again == cold and warm.stats.per_call_reuse[2] == len(second) - 2
 
 
+def test_thread_count_follows_the_environment_and_does_not_change_tokens(
+    tiny_llm_dir: Path, tiny_onnx: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert default_threads() == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "not a number")
+    assert default_threads() >= 1
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert default_threads() >= 1
+    ids = prompt_ids(tiny_llm_dir, "Construct a global reasoning chain for this complex question.")
+    one = GenAIDecoder(tiny_onnx["fp32"], eos_ids=[], threads=1)
+    two = GenAIDecoder(tiny_onnx["fp32"], eos_ids=[], threads=2)
+    assert (one.threads, two.threads) == (1, 2)
+    a, b = one.forced_logits(ids[:4], ids[4:]), two.forced_logits(ids[:4], ids[4:])
+    # Threads split the sums differently: close, never compared exactly.
+    assert a.shape == b.shape and np.abs(a - b).max() <= 1e-4 * np.abs(a).max()
+
+
 def test_stop_and_eos_end_the_reply(tiny_llm_dir: Path, tiny_onnx: dict[str, Path]) -> None:
     ids = prompt_ids(tiny_llm_dir, "Passage Question")
     free, _, _ = GenAIDecoder(tiny_onnx["fp32"], eos_ids=[]).generate(ids, 8)
@@ -121,3 +139,34 @@ def test_content_key_follows_the_bytes_not_the_path(tmp_path: Path, monkeypatch:
 def test_an_unknown_precision_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown ONNX precision 'int2'"):
         build_genai_model(tmp_path, tmp_path / "out", precision="int2")
+
+
+def test_sampling_on_the_onnx_backend_is_seeded_and_keeps_prefixes(
+    tiny_llm_dir: Path, tiny_onnx: dict[str, Path]
+) -> None:
+    ids = prompt_ids(tiny_llm_dir, "Construct a global reasoning chain for this complex question.")
+    decoder = GenAIDecoder(tiny_onnx["fp32"], eos_ids=[], keep=2)
+    greedy, _, _ = decoder.generate(ids, 10)
+    a, a_lp, _ = decoder.generate(ids, 10, temperature=1.5, seed=3, logprobs=True)
+    b, b_lp, _ = GenAIDecoder(tiny_onnx["fp32"], eos_ids=[], keep=0).generate(
+        ids, 10, temperature=1.5, seed=3, logprobs=True
+    )
+    assert decoder.stats.per_call_reuse[1] > 0  # the sample continued the greedy call's kept prefix
+    assert a == b and a_lp == pytest.approx(b_lp, abs=1e-4)  # same seed, same sample, warm or cold
+    samples = {tuple(decoder.generate(ids, 10, temperature=1.5, seed=s)[0]) for s in range(6)}
+    assert len(samples) > 1
+    assert decoder.generate(ids, 10)[0] == greedy  # greedy after sampling is still greedy
+
+
+def test_a_loop_ends_the_reply_on_the_onnx_backend(tiny_llm_dir: Path, tiny_onnx: dict[str, Path]) -> None:
+    from searchain_graph.llms.sampling import repeats_at_end
+
+    ids = prompt_ids(tiny_llm_dir, "Passage Question")
+    free, _, _ = GenAIDecoder(tiny_onnx["fp32"], eos_ids=[]).generate(ids, 40)
+    ends = [n for n in range(1, len(free) + 1) if repeats_at_end(free[:n], 2)]
+    if not ends:
+        pytest.skip("the tiny model's greedy reply has no loop")  # the random weights decide
+    cut, _, finish = GenAIDecoder(tiny_onnx["fp32"], eos_ids=[]).generate(
+        ids, 40, stop=lambda new: repeats_at_end(new, 2)
+    )
+    assert cut == free[: ends[0]] and finish == "stop"

@@ -221,10 +221,16 @@ def build_graph(
         llm.load()
     name = getattr(llm, "model_name", None) or type(llm).__name__
     say(f"loaded {name} in {time.perf_counter() - t0:.1f} s")
+    t0 = time.perf_counter()
+    reader = load_reader(args.reader, llm)
+    load = getattr(reader, "load", None)
+    if callable(load):  # a reader with weights loads now, not in its first reading
+        load()
+        say(f"loaded the {args.reader.split(':')[0]} reader in {time.perf_counter() - t0:.1f} s")
     graph = create_searchain_graph(
         llm,
         retriever,
-        load_reader(args.reader, llm),
+        reader,
         max_rounds=args.max_rounds,
         confidence_threshold=args.threshold,
         task=task,

