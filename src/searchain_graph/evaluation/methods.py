@@ -9,7 +9,10 @@ the same LLM, retriever and reader:
   ``searchain_no_verification``, ``searchain_no_completion``: its ablations;
 * ``ircot``: IRCoT (Trivedi et al., ACL 2023), the main baseline; ``self_ask``: Self-Ask with
   retrieval (Press et al., 2023); ``direct_retrieval``: retrieve with the question, then answer;
-* ``direct`` and ``cot`` (Wei et al., NeurIPS 2022): no retrieval.
+* ``direct`` and ``cot`` (Wei et al., NeurIPS 2022): no retrieval;
+* the rest of the paper's Table 1: ``cot_sc`` (Wang et al., 2023), ``recite`` (Sun et al., 2023),
+  ``self_ask_no_ir`` (Press et al., 2023) and ``least_to_most`` (Zhou et al., 2023) without
+  retrieval; ``react`` (Yao et al., 2023, backing off to CoT-SC) with it.
 
 A factory imports its graph builder only when it is called, so importing this module stays
 cheap. :func:`parse_methods` turns a ``--methods`` value into registry names.
@@ -63,6 +66,11 @@ METHODS: dict[str, GraphFactory] = {
     "direct_retrieval": _baseline("create_direct_retrieval_graph", retriever=True),
     "direct": _baseline("create_direct_graph"),
     "cot": _baseline("create_cot_graph"),
+    "cot_sc": _baseline("create_cot_sc_graph"),
+    "recite": _baseline("create_recite_graph"),
+    "self_ask_no_ir": _baseline("create_self_ask_no_ir_graph"),
+    "least_to_most": _baseline("create_least_to_most_graph"),
+    "react": _baseline("create_react_graph", retriever=True),
 }
 """Every method the harness runs, by name."""
 
@@ -80,6 +88,11 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
     "direct_retrieval": "retrieve passages with the question, then answer from them",
     "direct": "direct prompting, no retrieval",
     "cot": "chain-of-thought prompting (Wei et al., NeurIPS 2022), no retrieval",
+    "cot_sc": "CoT with self-consistency (Wang et al., ICLR 2023): 5 sampled chains, majority vote, no retrieval",
+    "recite": "Recite-and-Answer (Sun et al., ICLR 2023): recite a passage from memory, answer from it",
+    "self_ask_no_ir": "Self-Ask without IR (Press et al., 2023): the model answers its own follow-ups",
+    "least_to_most": "Least-to-Most (Zhou et al., ICLR 2023): decompose, then solve sub-questions in order",
+    "react": "ReAct (Yao et al., ICLR 2023), text Search/Finish actions, CoT-SC backoff (Table 1's React->CoT-SC)",
 }
 """One line per method of :data:`METHODS`, for ``searchain eval --help``."""
 

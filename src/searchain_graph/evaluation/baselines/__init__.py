@@ -11,6 +11,11 @@ retrieved passages the method used)::
     create_self_ask_graph(llm, ret, reader)      # Self-Ask with a search engine (Press et al., 2023)
     create_ircot_graph(llm, ret)                 # IRCoT (Trivedi et al., 2023)
     create_searchain_no_ir_graph(llm)            # SearChain w/o IR (Figure 8)
+    create_cot_sc_graph(llm)                     # CoT-SC: sampled chains, majority vote (Wang et al., 2023)
+    create_recite_graph(llm)                     # Recite-and-Answer (Sun et al., 2023)
+    create_least_to_most_graph(llm)              # Least-to-Most (Zhou et al., 2023)
+    create_self_ask_no_ir_graph(llm)             # Self-Ask without IR (Press et al., 2023)
+    create_react_graph(llm, ret)                 # ReAct, text format, CoT-SC backoff (Yao et al., 2023)
 
 The other SearChain ablations are ``create_searchain_graph(..., verification=False)`` and
 ``completion=False``.
@@ -23,7 +28,11 @@ Modules, one per method family:
   Retrieval" (retrieve with the question, then answer);
 * :mod:`~searchain_graph.evaluation.baselines.self_ask`: Self-Ask (Press et al., 2023);
 * :mod:`~searchain_graph.evaluation.baselines.ircot`: IRCoT (Trivedi et al., 2023);
-* :mod:`~searchain_graph.evaluation.baselines.prompts`: their prompts and demonstrations;
+* :mod:`~searchain_graph.evaluation.baselines.voting`: CoT-SC and Recite-and-Answer (sampled
+  paths and a vote); :mod:`~searchain_graph.evaluation.baselines.decomposition`: Least-to-Most and
+  Self-Ask w/o IR; :mod:`~searchain_graph.evaluation.baselines.react`: ReAct;
+* :mod:`~searchain_graph.evaluation.baselines.prompts`: their prompts and demonstrations
+  (:mod:`~searchain_graph.evaluation.baselines.prompts_more` for the methods added later);
 * :mod:`~searchain_graph.evaluation.baselines.common`: the shared state, answer parsing and
   paragraph rendering; :mod:`~searchain_graph.evaluation.baselines.driver`: how the nodes call the
   LLM, retriever and reader (one body for ``invoke`` and ``ainvoke``).
@@ -51,6 +60,7 @@ Every LLM call, retrieval and reading runs under its own run name (``cot_generat
 """
 
 from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, final_answer, reasoning_steps
+from searchain_graph.evaluation.baselines.decomposition import create_least_to_most_graph, create_self_ask_no_ir_graph
 from searchain_graph.evaluation.baselines.direct_retrieval import create_direct_retrieval_graph
 from searchain_graph.evaluation.baselines.ircot import create_ircot_graph, first_sentence
 from searchain_graph.evaluation.baselines.prompting import (
@@ -58,7 +68,9 @@ from searchain_graph.evaluation.baselines.prompting import (
     create_direct_graph,
     create_searchain_no_ir_graph,
 )
+from searchain_graph.evaluation.baselines.react import create_react_graph
 from searchain_graph.evaluation.baselines.self_ask import create_self_ask_graph
+from searchain_graph.evaluation.baselines.voting import create_cot_sc_graph, create_recite_graph
 from searchain_graph.method.question import InvalidQuestionError
 
 __all__ = [
@@ -66,11 +78,16 @@ __all__ = [
     "MethodOutput",
     "MethodState",
     "create_cot_graph",
+    "create_cot_sc_graph",
     "create_direct_graph",
     "create_direct_retrieval_graph",
     "create_ircot_graph",
+    "create_least_to_most_graph",
+    "create_react_graph",
+    "create_recite_graph",
     "create_searchain_no_ir_graph",
     "create_self_ask_graph",
+    "create_self_ask_no_ir_graph",
     "final_answer",
     "first_sentence",
     "reasoning_steps",

@@ -17,8 +17,11 @@ from typing import Any, NotRequired
 from typing_extensions import TypedDict
 
 from searchain_graph.evaluation.baselines.prompts import (
+    BASELINE_ANSWER_FORMATS,
     BASELINE_DEMONSTRATIONS,
     BASELINE_EXAMPLE_SEPARATOR,
+    COT_EXAMPLE,
+    COT_PROMPT,
     NO_PARAGRAPHS,
     PARAGRAPH,
     PARAGRAPH_SEPARATOR,
@@ -165,3 +168,12 @@ def _examples(task: str, render: Callable[[Demonstration, str], str]) -> str:
 
 def _cot_answer(answer: str) -> str:
     return answer.rstrip(" .")
+
+
+def _cot_prompt(task: str, question: str) -> str:
+    """CoT's few-shot prompt for ``question`` (already phrased for the task): CoT, CoT-SC, ReAct's backoff."""
+    examples = _examples(
+        task,
+        lambda d, q: COT_EXAMPLE.format(question=q, reasoning=" ".join(d.reasoning), answer=_cot_answer(d.answer)),
+    )
+    return COT_PROMPT.format(answer_format=BASELINE_ANSWER_FORMATS[task], examples=examples, question=question)

@@ -68,6 +68,8 @@ class _Generate:
     step: str
     round: int
     stop: list[str] | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+    """Call options (``temperature``, ``seed``) for sampled paths."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ class _Methods:
     def _perform(self, req: _Request) -> Any:
         if isinstance(req, _Generate):
             config = _config(req.step, req.round, self.method)
-            return self.llm.invoke(req.messages, config=config, stop=req.stop)
+            return self.llm.invoke(req.messages, config=config, stop=req.stop, **dict(req.options))
         if isinstance(req, _Retrieve):
             assert self.retriever is not None
             config, kwargs = self._retrieve_args(req)
@@ -149,7 +151,7 @@ class _Methods:
     async def _aperform(self, req: _Request) -> Any:
         if isinstance(req, _Generate):
             config = _config(req.step, req.round, self.method)
-            return await self.llm.ainvoke(req.messages, config=config, stop=req.stop)
+            return await self.llm.ainvoke(req.messages, config=config, stop=req.stop, **dict(req.options))
         if isinstance(req, _Retrieve):
             assert self.retriever is not None
             config, kwargs = self._retrieve_args(req)
@@ -183,11 +185,16 @@ class _Methods:
     # -- request helpers (used with ``yield from``) ----------------------------------------------
     @staticmethod
     def generate(
-        usage: Usage, prompt: str | list[BaseMessage], step: str, rnd: int, stop: list[str] | None = None
+        usage: Usage,
+        prompt: str | list[BaseMessage],
+        step: str,
+        rnd: int,
+        stop: list[str] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> Generator[_Request, Any, tuple[str, Usage]]:
-        """Ask the LLM; return its text and the usage counted with it."""
+        """Ask the LLM (``options``: call options such as ``temperature``); return its text and the usage."""
         sent: list[BaseMessage] = [HumanMessage(prompt)] if isinstance(prompt, str) else prompt
-        reply = yield _Generate(sent, step, rnd, stop)
+        reply = yield _Generate(sent, step, rnd, stop, tuple(sorted((options or {}).items())))
         return message_text(reply), count_usage(usage, sent, reply)
 
     @staticmethod
@@ -216,6 +223,15 @@ class _Methods:
 
     def question(self, question: str) -> str:
         return task_question(question, self.task)
+
+    def sampling(self, temperature: float, index: int) -> dict[str, Any]:
+        """Call options of sampled path ``index``: the temperature, and a seed where the model takes one."""
+        options: dict[str, Any] = {"temperature": temperature}
+        if "seed" in getattr(type(self.llm), "model_fields", {}) or getattr(self.llm, "_llm_type", "") == (
+            "transformers-chat"
+        ):
+            options["seed"] = index
+        return options
 
     def finish(self, update: dict[str, Any], content: str, warnings: list[str], **extra: Any) -> dict[str, Any]:
         """The run's last update: ``final_content`` and the task-aware ``answer``."""

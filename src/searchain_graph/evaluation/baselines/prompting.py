@@ -21,12 +21,10 @@ from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _cot_answer, _examples
+from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _cot_prompt, _examples
 from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node, _one_shot
 from searchain_graph.evaluation.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
-    COT_EXAMPLE,
-    COT_PROMPT,
     DIRECT_EXAMPLE,
     DIRECT_PROMPT,
 )
@@ -80,13 +78,7 @@ def create_cot_graph(
     methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars)
 
     def render(state: MethodState, question: str) -> str:
-        examples = _examples(
-            methods.task,
-            lambda d, q: COT_EXAMPLE.format(question=q, reasoning=" ".join(d.reasoning), answer=_cot_answer(d.answer)),
-        )
-        return COT_PROMPT.format(
-            answer_format=BASELINE_ANSWER_FORMATS[methods.task], examples=examples, question=question
-        )
+        return _cot_prompt(methods.task, question)
 
     return _single_node_graph(
         methods, "cot_generation", render, retry_policy=retry_policy, checkpointer=checkpointer, name=name

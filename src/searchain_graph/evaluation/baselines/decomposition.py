@@ -1,0 +1,200 @@
+"""Baselines that decompose the question without retrieval: Least-to-Most and Self-Ask w/o IR.
+
+* :func:`create_least_to_most_graph`: Least-to-Most prompting (Zhou et al., ICLR 2023): one call
+  decomposes the question into sub-questions ("To answer the question ..., we need to know: ..."),
+  then one call per sub-question answers it after the ones already answered, and a last call
+  answers the question itself;
+* :func:`create_self_ask_no_ir_graph`: Self-Ask without a search engine (Press et al., 2023): one
+  reply in which the model asks its follow-ups and answers them itself.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import RetryPolicy
+
+from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _examples
+from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node
+from searchain_graph.evaluation.baselines.prompts import (
+    BASELINE_ANSWER_FORMATS,
+    SELF_ASK_EXAMPLE,
+    SELF_ASK_STEP,
+    Demonstration,
+)
+from searchain_graph.evaluation.baselines.prompts_more import (
+    LTM_DECOMPOSE_EXAMPLE,
+    LTM_DECOMPOSE_PROMPT,
+    LTM_SOLVE_EXAMPLE,
+    LTM_SOLVE_PROMPT,
+    LTM_SOLVED,
+    SELF_ASK_NO_IR_PROMPT,
+)
+from searchain_graph.evaluation.baselines.voting import _one_node
+from searchain_graph.method.state import InputState
+
+__all__ = ["create_least_to_most_graph", "create_self_ask_no_ir_graph", "sub_questions"]
+
+_QUOTED = re.compile(r"[\"“]([^\"”\n]{3,300}?)[\"”]")
+
+
+def sub_questions(text: str, question: str, limit: int) -> list[str]:
+    """The quoted sub-questions of a decomposition reply, in order, without repeats or the question itself."""
+    out: list[str] = []
+    seen = {" ".join(question.split()).lower()}
+    for match in _QUOTED.finditer(text):
+        sub = " ".join(match.group(1).split())
+        if sub.lower() not in seen:
+            seen.add(sub.lower())
+            out.append(sub)
+    return out[:limit]
+
+
+def create_least_to_most_graph(
+    llm: BaseChatModel,
+    *,
+    max_sub_questions: int = 4,
+    task: str = "multihop",
+    max_question_chars: int = 2000,
+    retry_policy: RetryPolicy | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
+    name: str = "least_to_most",
+) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+    """Least-to-Most prompting (Zhou et al., 2023): decompose, then solve from the easiest up.
+
+    ``ltm_decompose`` asks for the sub-questions (quoted, easiest first; the demonstrations use
+    the Self-Ask follow-ups of the shared demonstrations); ``ltm_solve`` answers the next one
+    with every earlier question and answer in its prompt, and, once all are answered, the
+    question itself. A reply with no quoted sub-question goes straight to the question (with a
+    warning). LLM calls: 1 + sub-questions + 1, at most ``max_sub_questions`` + 2; ``rounds`` =
+    the sub-questions solved.
+
+    Args:
+        llm: Any LangChain chat model.
+        max_sub_questions: Most sub-questions kept from the decomposition.
+        task: The task family (see :func:`create_cot_graph`).
+        max_question_chars: Longer questions raise :class:`InvalidQuestionError`.
+        retry_policy: Retry policy for the nodes that call the LLM.
+        checkpointer: Passed to ``compile``; the state is msgpack-serialisable.
+        name: The graph's run name in traces.
+
+    Returns:
+        A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` whose
+        ``final_content`` lists each sub-question with its answer, then the answer.
+    """
+    if not isinstance(max_sub_questions, int) or max_sub_questions < 1:
+        raise ValueError(f"max_sub_questions must be >= 1, got {max_sub_questions!r}")
+    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars)
+    fmt = BASELINE_ANSWER_FORMATS
+
+    def solved(pairs: Any) -> str:
+        return "".join(LTM_SOLVED.format(question=q, answer=a) for q, a in pairs)
+
+    def decompose(state: MethodState) -> _Node:
+        update = methods.start(state, steps=[])
+        question = methods.question(update["question"])
+        examples = _examples(
+            methods.task,
+            lambda d, q: LTM_DECOMPOSE_EXAMPLE.format(
+                question=q, sub_questions=", ".join(f'"{fq}"' for fq, _ in d.follow_ups)
+            ),
+        )
+        text, usage = yield from methods.generate(
+            update["usage"], LTM_DECOMPOSE_PROMPT.format(examples=examples, question=question), "ltm_decompose", 1
+        )
+        subs = sub_questions(text.split("\n\n")[0], question, max_sub_questions)
+        warnings = [] if subs else ["the decomposition named no sub-question: the question is answered directly"]
+        steps = [{"question": q, "answer": None} for q in subs]
+        return {**update, "usage": usage, "steps": steps, "warnings": warnings}
+
+    def solve(state: MethodState) -> _Node:
+        steps = [dict(s) for s in state.get("steps") or []]
+        todo = next((i for i, s in enumerate(steps) if s["answer"] is None), None)
+        target = steps[todo]["question"] if todo is not None else methods.question(state["question"])
+        done = [(s["question"], s["answer"]) for s in steps if s["answer"] is not None]
+
+        def render(d: Demonstration, q: str) -> str:
+            return LTM_SOLVE_EXAMPLE.format(solved=solved(d.follow_ups), question=q, answer=d.answer)
+
+        prompt = LTM_SOLVE_PROMPT.format(
+            answer_format=fmt[methods.task] if todo is None else fmt["multihop"],
+            examples=_examples(methods.task, render),
+            solved=solved(done),
+            question=target,
+        )
+        rnd = len(done) + 1
+        text, usage = yield from methods.generate(state["usage"], prompt, "ltm_solve", rnd, ["\nQ:"])
+        if todo is not None:
+            steps[todo]["answer"] = " ".join(text.split()) or "unknown"
+            return {"usage": usage, "steps": steps, "rounds": len(done) + 1}
+        out = methods.finish({"usage": usage}, text, list(state["warnings"]), steps=steps)
+        out["final_content"] = (solved(done) + f"Q: {target}\nA: {text.strip()}").strip()
+        return out
+
+    def route(state: MethodState) -> Literal["ltm_solve", "__end__"]:
+        return "ltm_solve" if state.get("pending") else "__end__"
+
+    builder = _builder()
+    builder.add_node("ltm_decompose", methods.node(decompose, "ltm_decompose"), retry_policy=retry_policy)
+    builder.add_node("ltm_solve", methods.node(solve, "ltm_solve"), retry_policy=retry_policy)
+    builder.add_edge(START, "ltm_decompose")
+    builder.add_edge("ltm_decompose", "ltm_solve")
+    builder.add_conditional_edges("ltm_solve", route, ["ltm_solve", END])
+    return _compile(builder, checkpointer, name)
+
+
+def create_self_ask_no_ir_graph(
+    llm: BaseChatModel,
+    *,
+    task: str = "multihop",
+    max_question_chars: int = 2000,
+    retry_policy: RetryPolicy | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
+    name: str = "self_ask_no_ir",
+) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+    """Self-Ask without retrieval (Press et al., 2023): follow-ups and their answers in one reply.
+
+    The Self-Ask demonstrations and format of
+    :func:`~searchain_graph.evaluation.baselines.create_self_ask_graph`, but nothing stops the
+    model at "Intermediate answer:": it answers its own follow-ups and ends with "So the final
+    answer is: ...". One LLM call, ``rounds`` = 1.
+
+    Args:
+        llm: Any LangChain chat model.
+        task: The task family (see :func:`create_cot_graph`).
+        max_question_chars: Longer questions raise :class:`InvalidQuestionError`.
+        retry_policy: Retry policy for the node that calls the LLM.
+        checkpointer: Passed to ``compile``; the state is msgpack-serialisable.
+        name: The graph's run name in traces.
+
+    Returns:
+        A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` (the whole
+        reply in ``final_content``).
+    """
+    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars)
+
+    def render(d: Demonstration, q: str) -> str:
+        steps = "\n".join(SELF_ASK_STEP.format(question=fq, answer=fa) for fq, fa in d.follow_ups)
+        return SELF_ASK_EXAMPLE.format(question=q, follow_ups=steps, answer=d.answer)
+
+    def body(state: MethodState) -> _Node:
+        update = methods.start(state)
+        prompt = SELF_ASK_NO_IR_PROMPT.format(
+            answer_format=BASELINE_ANSWER_FORMATS[methods.task],
+            examples=_examples(methods.task, render),
+            question=methods.question(update["question"]),
+        )
+        text, usage = yield from methods.generate(update["usage"], prompt, "self_ask_generation", 1, ["\nQuestion:"])
+        final = re.search(r"final\s+answer\s*(?:is|:)", text, re.IGNORECASE)
+        warnings = [] if final else ["the model wrote no final answer; its last line is taken"]
+        content = text[final.start() :] if final else (text.strip().splitlines() or [""])[-1]
+        out = methods.finish({**update, "usage": usage, "rounds": 1}, content, warnings)
+        out["final_content"] = text.strip()
+        return out
+
+    return _one_node(methods, "self_ask_no_ir", body, retry_policy, checkpointer, name)

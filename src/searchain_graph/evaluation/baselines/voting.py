@@ -1,0 +1,216 @@
+"""Baselines that vote over several sampled paths: CoT-SC and Recite-and-Answer, no retrieval.
+
+* :func:`create_cot_sc_graph`: self-consistency (Wang et al., ICLR 2023): CoT's prompt sampled
+  ``samples`` times, the most frequent answer wins;
+* :func:`create_recite_graph`: Recite-and-Answer (Sun et al., ICLR 2023): the model recites a
+  passage from memory, then answers from it; with ``paths`` > 1, several sampled recitations,
+  each answered, and a vote (their "multiple-path" recitation).
+
+A path is sampled with ``temperature`` and, where the model takes one, ``seed`` = its index, so a
+run is reproducible (:meth:`~searchain_graph.evaluation.baselines.driver._Methods.sampling`).
+Answers are compared after :func:`~searchain_graph.method.parsing.normalize_answer` (cover-EM's
+normalisation); a tie goes to the answer reached first. Each path is its own traced LLM call
+(``cot_sample``, ``recitation``, ``recite_answer``), numbered by ``searchain_round``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import RetryPolicy
+
+from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _cot_prompt, _examples, final_answer
+from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node
+from searchain_graph.evaluation.baselines.prompts import BASELINE_ANSWER_FORMATS
+from searchain_graph.evaluation.baselines.prompts_more import (
+    RECITE_ANSWER_EXAMPLE,
+    RECITE_ANSWER_PROMPT,
+    RECITE_EXAMPLE,
+    RECITE_PROMPT,
+)
+from searchain_graph.method.parsing import normalize_answer
+from searchain_graph.method.state import InputState, Usage
+
+__all__ = ["create_cot_sc_graph", "create_recite_graph", "majority", "sampled_chains"]
+
+
+def majority(answers: Sequence[str]) -> tuple[int | None, int]:
+    """The index of the first answer of the most frequent (normalised, non-empty) kind, and its count.
+
+    ``(None, 0)`` when no answer is non-empty.
+    """
+    keys = [normalize_answer(a) if a.strip() else "" for a in answers]
+    counts = Counter(k for k in keys if k)
+    if not counts:
+        return None, 0
+    top = max(counts.values())
+    first = next(i for i, k in enumerate(keys) if k and counts[k] == top)
+    return first, top
+
+
+def _one_node(
+    methods: _Methods,
+    step: str,
+    body: Callable[[MethodState], _Node],
+    retry_policy: RetryPolicy | None,
+    checkpointer: BaseCheckpointSaver[Any] | bool | None,
+    name: str,
+) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+    """A graph of one node that runs ``body``."""
+    builder = _builder()
+    builder.add_node(step, methods.node(body, step), retry_policy=retry_policy)
+    builder.add_edge(START, step)
+    builder.add_edge(step, END)
+    return _compile(builder, checkpointer, name)
+
+
+def _check_paths(n: int, temperature: float, what: str) -> None:
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"{what} must be >= 1, got {n!r}")
+    if n > 1 and temperature <= 0:
+        raise ValueError(f"{what} > 1 needs temperature > 0 (greedy paths would all be the same)")
+
+
+def _voted(update: dict[str, Any], methods: _Methods, texts: list[str], answers: list[str]) -> dict[str, Any]:
+    winner, votes = majority(answers)
+    warnings: list[str] = list(update.get("warnings") or [])
+    if winner is None:
+        warnings.append("no sampled path stated an answer")
+        content, answer = (texts[0] if texts else ""), ""
+    else:
+        content, answer = texts[winner], answers[winner]
+        if len(texts) > 1:
+            warnings.append(f"{votes} of {len(texts)} paths agree on the answer")
+    return {**update, "final_content": content.strip(), "answer": answer, "warnings": warnings, "pending": False}
+
+
+def sampled_chains(
+    methods: _Methods, usage: Usage, question: str, samples: int, temperature: float
+) -> Generator[Any, Any, tuple[Usage, list[str]]]:
+    """CoT's prompt for ``question``, sampled ``samples`` times (greedy once when 1): the usage and the chains."""
+    prompt, texts = _cot_prompt(methods.task, methods.question(question)), []
+    for i in range(samples):
+        options = methods.sampling(temperature, i) if samples > 1 else None
+        reply, usage = yield from methods.generate(usage, prompt, "cot_sample", i + 1, None, options)
+        texts.append(reply)
+    return usage, texts
+
+
+def create_cot_sc_graph(
+    llm: BaseChatModel,
+    *,
+    samples: int = 5,
+    temperature: float = 0.7,
+    task: str = "multihop",
+    max_question_chars: int = 2000,
+    retry_policy: RetryPolicy | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
+    name: str = "cot_sc",
+) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+    """CoT with self-consistency (Wang et al., 2023): ``samples`` sampled chains, a majority vote.
+
+    Each chain is CoT's prompt (:func:`~searchain_graph.evaluation.baselines.create_cot_graph`)
+    sampled at ``temperature`` (Wang et al.: T = 0.7, top-k 40 for their open models); the answer
+    stated most often (after normalisation) wins, and ``final_content`` is the first chain that
+    states it. ``samples`` LLM calls, no retrieval, ``rounds`` = 1.
+
+    Args:
+        llm: Any LangChain chat model that takes ``temperature`` per call.
+        samples: Chains sampled (the ReAct paper's CoT-SC backoff used 21; 5 keeps it affordable).
+        temperature: Sampling temperature (> 0 when ``samples`` > 1).
+        task: The task family (see :func:`create_cot_graph`).
+        max_question_chars: Longer questions raise :class:`InvalidQuestionError`.
+        retry_policy: Retry policy for the node that calls the LLM.
+        checkpointer: Passed to ``compile``; the state is msgpack-serialisable.
+        name: The graph's run name in traces.
+
+    Returns:
+        A compiled graph: input ``{"question": str}``, output :class:`MethodOutput`.
+    """
+    _check_paths(samples, temperature, "samples")
+    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars)
+
+    def body(state: MethodState) -> _Node:
+        update = methods.start(state)
+        usage, texts = yield from sampled_chains(methods, update["usage"], update["question"], samples, temperature)
+        answers = [final_answer(t, methods.task) for t in texts]
+        return _voted({**update, "usage": usage, "rounds": 1}, methods, texts, answers)
+
+    return _one_node(methods, "cot_sc", body, retry_policy, checkpointer, name)
+
+
+def create_recite_graph(
+    llm: BaseChatModel,
+    *,
+    paths: int = 1,
+    temperature: float = 0.7,
+    task: str = "multihop",
+    max_question_chars: int = 2000,
+    retry_policy: RetryPolicy | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
+    name: str = "recite",
+) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+    """Recite-and-Answer (Sun et al., 2023): recite a passage from memory, then answer from it.
+
+    Two calls a path: the recitation (demonstrations recite their supporting paragraphs), then
+    the answer read from it. With ``paths`` > 1 the recitations are sampled at ``temperature``
+    and the answers voted on, as in Sun et al.'s multiple-path recitation; the default, one
+    greedy path, is their single-path setting. No retrieval; ``rounds`` = 1.
+
+    Args:
+        llm: Any LangChain chat model.
+        paths: Recitations (each answered).
+        temperature: Sampling temperature of the recitations when ``paths`` > 1.
+        task: The task family (see :func:`create_cot_graph`).
+        max_question_chars: Longer questions raise :class:`InvalidQuestionError`.
+        retry_policy: Retry policy for the node that calls the LLM.
+        checkpointer: Passed to ``compile``; the state is msgpack-serialisable.
+        name: The graph's run name in traces.
+
+    Returns:
+        A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` whose
+        ``final_content`` is the winning recitation and its answer.
+    """
+    _check_paths(paths, temperature, "paths")
+    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars)
+    fmt = BASELINE_ANSWER_FORMATS
+
+    def recited(d: Any) -> str:
+        return " ".join(text for _, text in d.paragraphs)
+
+    def body(state: MethodState) -> _Node:
+        update = methods.start(state)
+        question = methods.question(update["question"])
+        recite = RECITE_PROMPT.format(
+            examples=_examples(methods.task, lambda d, q: RECITE_EXAMPLE.format(question=q, recitation=recited(d))),
+            question=question,
+        )
+        answer_examples = _examples(
+            methods.task,
+            lambda d, q: RECITE_ANSWER_EXAMPLE.format(recitation=recited(d), question=q, answer=d.answer),
+        )
+        usage, texts, answers = update["usage"], [], []
+        for i in range(paths):
+            options = methods.sampling(temperature, i) if paths > 1 else None
+            stop = ["\nQuestion:"]
+            recitation, usage = yield from methods.generate(usage, recite, "recitation", i + 1, stop, options)
+            recitation = " ".join(recitation.split()) or "(nothing recited)"
+            reply, usage = yield from methods.generate(
+                usage,
+                RECITE_ANSWER_PROMPT.format(
+                    answer_format=fmt[methods.task], examples=answer_examples, recitation=recitation, question=question
+                ),
+                "recite_answer",
+                i + 1,
+            )
+            texts.append(f"Recitation: {recitation}\nAnswer: {reply.strip()}")
+            answers.append(final_answer(reply, methods.task))
+        return _voted({**update, "usage": usage, "rounds": 1}, methods, texts, answers)
+
+    return _one_node(methods, "recite_and_answer", body, retry_policy, checkpointer, name)

@@ -1,0 +1,189 @@
+"""Control flow of the Table 1 baselines added for issue 14, with rule-based fake LLMs.
+
+What each test pins: the number of LLM calls, what is retrieved, the stop conditions, the vote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+
+from searchain_graph.evaluation.baselines import (
+    create_cot_sc_graph,
+    create_least_to_most_graph,
+    create_react_graph,
+    create_recite_graph,
+    create_self_ask_no_ir_graph,
+)
+from searchain_graph.evaluation.baselines.decomposition import sub_questions
+from searchain_graph.evaluation.baselines.react import OBSERVATION_CHARS, parse_react_step
+from searchain_graph.evaluation.baselines.voting import majority
+from searchain_graph.evaluation.methods import METHOD_DESCRIPTIONS, METHODS
+from tests.fakes import QUESTION, RuleChatModel, retriever
+
+OUTPUT_KEYS = {"question", "answer", "final_content", "rounds", "usage", "passages", "warnings"}
+
+
+class SamplingModel(RuleChatModel):
+    """A rule fake that also records each call's options (temperature, seed)."""
+
+    options: list[dict[str, Any]] = []
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kw: Any):  # type: ignore[no-untyped-def,override]
+        self.options.append(dict(kw))
+        return super()._generate(messages, stop, run_manager)
+
+
+def test_majority_votes_on_normalised_answers_and_ties_go_first() -> None:
+    assert majority(["Toronto", "Montreal", "toronto.", "The Toronto"]) == (0, 3)
+    assert majority(["Oslo", "Rome", "Rome", "Oslo"]) == (0, 2)
+    assert majority(["", "  "]) == (None, 0)
+
+
+def test_cot_sc_samples_n_chains_with_seeds_and_votes() -> None:
+    replies = iter(
+        [
+            "Kevin Drew was born in Montreal. So the answer is: Montreal.",
+            "Kevin Drew was born in Toronto. So the answer is: Toronto.",
+            "He is from Toronto. So the answer is: toronto",
+        ]
+    )
+    model = SamplingModel(respond=lambda m: next(replies), options=[])
+    out = create_cot_sc_graph(model, samples=3, temperature=0.7).invoke({"question": QUESTION})
+    assert set(out) == OUTPUT_KEYS
+    assert out["answer"] == "Toronto" and "born in Toronto" in out["final_content"]
+    assert out["usage"]["llm_calls"] == 3 and out["rounds"] == 1 and out["passages"] == []
+    assert [o.get("temperature") for o in model.options] == [0.7] * 3
+    assert "2 of 3 paths agree on the answer" in out["warnings"]
+    assert len({m[0].text for m in model.calls}) == 1  # the same CoT prompt each time
+
+
+def test_cot_sc_with_one_sample_is_greedy_cot() -> None:
+    model = SamplingModel(respond=lambda m: "So the answer is: Toronto.", options=[])
+    out = create_cot_sc_graph(model, samples=1).invoke({"question": QUESTION})
+    assert out["answer"] == "Toronto" and model.options == [{}] and out["warnings"] == []
+
+
+def test_recite_then_answer_from_the_recitation() -> None:
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        text = messages[-1].text
+        if text.rstrip().endswith("Recitation:"):
+            return " Kevin Drew was born in Toronto, Ontario."
+        assert "Recitation: Kevin Drew was born in Toronto, Ontario." in text
+        return "Toronto"
+
+    model = RuleChatModel(respond=respond)
+    out = create_recite_graph(model).invoke({"question": QUESTION})
+    assert out["answer"] == "Toronto" and out["usage"]["llm_calls"] == 2
+    assert out["final_content"].startswith("Recitation: Kevin Drew was born in Toronto")
+    voted = create_recite_graph(RuleChatModel(respond=respond), paths=3).invoke({"question": QUESTION})
+    assert voted["usage"]["llm_calls"] == 6 and voted["answer"] == "Toronto"
+
+
+def test_least_to_most_solves_sub_questions_in_order_with_earlier_answers() -> None:
+    answers = {"Who is the performer": "Kevin Drew", "Where was Kevin Drew born": "Toronto"}
+
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        text = messages[-1].text
+        if text.rstrip().endswith("we need to know:"):
+            return ' "Who is the performer of Spirit If...?", "Where was Kevin Drew born?".'
+        last_q = text.rsplit("Q: ", 1)[1]
+        for key, value in answers.items():
+            if last_q.startswith(key):
+                return value
+        assert "A: Kevin Drew\n" in text and "A: Toronto\n" in text  # both solved before the question
+        return "Toronto Coach Terminal"
+
+    model = RuleChatModel(respond=respond)
+    out = create_least_to_most_graph(model).invoke({"question": QUESTION})
+    assert out["answer"] == "Toronto Coach Terminal"
+    assert out["usage"]["llm_calls"] == 4 and out["rounds"] == 2  # decompose, two sub-questions, the question
+    assert out["final_content"].index("Kevin Drew") < out["final_content"].index("Toronto Coach Terminal")
+
+
+def test_least_to_most_without_sub_questions_answers_directly() -> None:
+    model = RuleChatModel(respond=lambda m: "nothing quoted here")
+    out = create_least_to_most_graph(model).invoke({"question": QUESTION})
+    assert out["usage"]["llm_calls"] == 2
+    assert any("named no sub-question" in w for w in out["warnings"])
+    assert sub_questions('"a b c", "a b c", "Q?"', "Q?", 4) == ["a b c"]
+
+
+def test_self_ask_without_ir_is_one_call_that_answers_itself() -> None:
+    reply = (
+        " Yes.\nFollow up: Who is the performer of Spirit If...?\nIntermediate answer: Kevin Drew\n"
+        "So the final answer is: Toronto"
+    )
+    model = RuleChatModel(respond=lambda m: reply)
+    out = create_self_ask_no_ir_graph(model).invoke({"question": QUESTION})
+    assert out["answer"] == "Toronto" and out["usage"]["llm_calls"] == 1 and out["usage"]["retrieval_calls"] == 0
+    assert "Intermediate answer: Kevin Drew" in out["final_content"]
+
+
+def react_model(finish_after: int) -> RuleChatModel:
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        text = messages[-1].text
+        if "Let's think step by step." in text:  # the CoT-SC backoff
+            return "So the answer is: Toronto."
+        n = text.rsplit("Thought ", 1)[1].split(":", 1)[0]
+        if text.rsplit(f"Question: {QUESTION}", 1)[1].count("Observation ") >= finish_after:
+            return f" I know it now.\nAction {n}: Finish[Toronto]"
+        return f" I need the performer.\nAction {n}: Search[Spirit If performer]"
+
+    return RuleChatModel(respond=respond)
+
+
+def test_react_searches_observes_and_finishes() -> None:
+    model = react_model(finish_after=2)
+    out = create_react_graph(model, retriever()).invoke({"question": QUESTION})
+    assert out["answer"] == "Toronto" and out["rounds"] == 2
+    assert out["usage"]["llm_calls"] == 3 and out["usage"]["retrieval_calls"] == 2
+    assert out["passages"] and "Observation 1:" in out["final_content"]
+    assert out["final_content"].rstrip().endswith("Action 3: Finish[Toronto]")
+    observation = model.calls[1][0].text.rsplit("Observation 1: ", 1)[1].split("\n", 1)[0]
+    assert 0 < len(observation) <= OBSERVATION_CHARS
+
+
+def test_react_backs_off_to_cot_sc_after_max_steps() -> None:
+    model = react_model(finish_after=99)
+    out = create_react_graph(model, retriever(), max_steps=3, backoff_samples=2).invoke({"question": QUESTION})
+    assert out["usage"]["llm_calls"] == 3 + 2 and out["usage"]["retrieval_calls"] == 3
+    assert any("backed off to CoT-SC" in w for w in out["warnings"]) and out["answer"] == "Toronto"
+    bare = create_react_graph(react_model(99), retriever(), max_steps=2, backoff_samples=0)
+    out = bare.invoke({"question": QUESTION})
+    assert out["answer"] == "" and out["usage"]["llm_calls"] == 2
+
+
+def test_react_invalid_actions_count_as_steps() -> None:
+    model = RuleChatModel(respond=lambda m: "I will just think.")
+    out = create_react_graph(model, retriever(), max_steps=2, backoff_samples=0).invoke({"question": QUESTION})
+    assert out["usage"]["llm_calls"] == 2 and out["usage"]["retrieval_calls"] == 0
+    assert "Invalid action" in model.calls[1][0].text
+    assert parse_react_step(" Think.\nAction 2: Search[Kevin Drew]") == ("Think.", "search", "Kevin Drew")
+    assert parse_react_step("Thought 1: done\nAction 1: finish[Toronto") == ("done", "finish", "Toronto")
+    assert parse_react_step("nothing") == ("nothing", None, "")
+
+
+@pytest.mark.parametrize("name", ["cot_sc", "recite", "self_ask_no_ir", "least_to_most", "react"])
+@pytest.mark.parametrize("reply", ["", "[[[[ ]]]] Action: Search[", "\x00\x01", "Follow up: x\n" * 50])
+def test_registered_and_malformed_output_never_crashes(name: str, reply: str) -> None:
+    assert name in METHODS and name in METHOD_DESCRIPTIONS
+    model = RuleChatModel(respond=lambda m: reply)
+    out = METHODS[name](model, retriever(), None, "multihop").invoke({"question": QUESTION})  # type: ignore[arg-type]
+    assert set(out) == OUTPUT_KEYS and isinstance(out["answer"], str)
+    assert len(model.calls) <= 7 + 5  # ReAct's 7 steps and its 5-chain backoff at most
+
+
+def test_bad_settings_are_refused() -> None:
+    model = RuleChatModel(respond=lambda m: "x")
+    with pytest.raises(ValueError, match="temperature > 0"):
+        create_cot_sc_graph(model, samples=3, temperature=0)
+    with pytest.raises(ValueError, match="paths must be"):
+        create_recite_graph(model, paths=0)
+    with pytest.raises(ValueError, match="max_sub_questions"):
+        create_least_to_most_graph(model, max_sub_questions=0)
+    with pytest.raises(ValueError, match="max_steps"):
+        create_react_graph(model, retriever(), max_steps=0)
