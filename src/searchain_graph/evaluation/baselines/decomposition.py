@@ -20,7 +20,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
 from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _examples
-from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node
+from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node, _one_node
 from searchain_graph.evaluation.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
     SELF_ASK_EXAMPLE,
@@ -35,7 +35,6 @@ from searchain_graph.evaluation.baselines.prompts_more import (
     LTM_SOLVED,
     SELF_ASK_NO_IR_PROMPT,
 )
-from searchain_graph.evaluation.baselines.voting import _one_node
 from searchain_graph.method.state import InputState
 
 __all__ = ["create_least_to_most_graph", "create_self_ask_no_ir_graph", "sub_questions"]

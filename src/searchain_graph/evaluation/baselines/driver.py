@@ -24,8 +24,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import run_in_executor
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import RetryPolicy
 
 from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, final_answer
 from searchain_graph.ir.readers.base import Reader, aread_pairs, passage_of, read_pairs
@@ -271,6 +272,22 @@ def _one_shot(
         return methods.finish({**update, "usage": usage, "rounds": 1}, text, warnings)
 
     return body
+
+
+def _one_node(
+    methods: _Methods,
+    step: str,
+    body: Callable[[MethodState], _Node],
+    retry_policy: RetryPolicy | None,
+    checkpointer: BaseCheckpointSaver[Any] | bool | None,
+    name: str,
+) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+    """A graph of one node, ``step``, that runs ``body`` (CoT, direct, CoT-SC, Recite, w/o-IR methods)."""
+    builder = _builder()
+    builder.add_node(step, methods.node(body, step), retry_policy=retry_policy)
+    builder.add_edge(START, step)
+    builder.add_edge(step, END)
+    return _compile(builder, checkpointer, name)
 
 
 def _compile(

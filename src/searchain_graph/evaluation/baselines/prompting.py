@@ -17,12 +17,11 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
 from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _cot_prompt, _examples
-from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node, _one_shot
+from searchain_graph.evaluation.baselines.driver import _Methods, _Node, _one_node, _one_shot
 from searchain_graph.evaluation.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
     DIRECT_EXAMPLE,
@@ -44,11 +43,7 @@ def _single_node_graph(
     checkpointer: BaseCheckpointSaver[Any] | bool | None,
     name: str,
 ) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
-    builder = _builder()
-    builder.add_node(step, methods.node(_one_shot(methods, step, render), step), retry_policy=retry_policy)
-    builder.add_edge(START, step)
-    builder.add_edge(step, END)
-    return _compile(builder, checkpointer, name)
+    return _one_node(methods, step, _one_shot(methods, step, render), retry_policy, checkpointer, name)
 
 
 def create_cot_graph(
@@ -175,8 +170,4 @@ def create_searchain_no_ir_graph(
             "pending": False,
         }
 
-    builder = _builder()
-    builder.add_node(step, methods.node(body, step), retry_policy=retry_policy)
-    builder.add_edge(START, step)
-    builder.add_edge(step, END)
-    return _compile(builder, checkpointer, name)
+    return _one_node(methods, step, body, retry_policy, checkpointer, name)

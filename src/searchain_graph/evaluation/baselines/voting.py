@@ -16,17 +16,16 @@ normalisation); a tie goes to the answer reached first. Each path is its own tra
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
 from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _cot_prompt, _examples, final_answer
-from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node
+from searchain_graph.evaluation.baselines.driver import _Methods, _Node, _one_node
 from searchain_graph.evaluation.baselines.prompts import BASELINE_ANSWER_FORMATS
 from searchain_graph.evaluation.baselines.prompts_more import (
     RECITE_ANSWER_EXAMPLE,
@@ -52,22 +51,6 @@ def majority(answers: Sequence[str]) -> tuple[int | None, int]:
     top = max(counts.values())
     first = next(i for i, k in enumerate(keys) if k and counts[k] == top)
     return first, top
-
-
-def _one_node(
-    methods: _Methods,
-    step: str,
-    body: Callable[[MethodState], _Node],
-    retry_policy: RetryPolicy | None,
-    checkpointer: BaseCheckpointSaver[Any] | bool | None,
-    name: str,
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
-    """A graph of one node that runs ``body``."""
-    builder = _builder()
-    builder.add_node(step, methods.node(body, step), retry_policy=retry_policy)
-    builder.add_edge(START, step)
-    builder.add_edge(step, END)
-    return _compile(builder, checkpointer, name)
 
 
 def _check_paths(n: int, temperature: float, what: str) -> None:
