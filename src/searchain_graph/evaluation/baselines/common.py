@@ -25,6 +25,8 @@ from searchain_graph.evaluation.baselines.prompts import (
     NO_PARAGRAPHS,
     PARAGRAPH,
     PARAGRAPH_SEPARATOR,
+    SELF_ASK_EXAMPLE,
+    SELF_ASK_STEP,
     Demonstration,
 )
 from searchain_graph.method.parsing import extract_final_answer
@@ -177,3 +179,9 @@ def _cot_prompt(task: str, question: str) -> str:
         lambda d, q: COT_EXAMPLE.format(question=q, reasoning=" ".join(d.reasoning), answer=_cot_answer(d.answer)),
     )
     return COT_PROMPT.format(answer_format=BASELINE_ANSWER_FORMATS[task], examples=examples, question=question)
+
+
+def _self_ask_example(d: Demonstration, question: str) -> str:
+    """One Self-Ask demonstration: its follow-ups with their intermediate answers, then the answer."""
+    steps = "\n".join(SELF_ASK_STEP.format(question=fq, answer=fa) for fq, fa in d.follow_ups)
+    return SELF_ASK_EXAMPLE.format(question=question, follow_ups=steps, answer=d.answer)

@@ -19,12 +19,10 @@ from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _examples
+from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _examples, _self_ask_example
 from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node, _one_node
 from searchain_graph.evaluation.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
-    SELF_ASK_EXAMPLE,
-    SELF_ASK_STEP,
     Demonstration,
 )
 from searchain_graph.evaluation.baselines.prompts_more import (
@@ -177,15 +175,11 @@ def create_self_ask_no_ir_graph(
     """
     methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars)
 
-    def render(d: Demonstration, q: str) -> str:
-        steps = "\n".join(SELF_ASK_STEP.format(question=fq, answer=fa) for fq, fa in d.follow_ups)
-        return SELF_ASK_EXAMPLE.format(question=q, follow_ups=steps, answer=d.answer)
-
     def body(state: MethodState) -> _Node:
         update = methods.start(state)
         prompt = SELF_ASK_NO_IR_PROMPT.format(
             answer_format=BASELINE_ANSWER_FORMATS[methods.task],
-            examples=_examples(methods.task, render),
+            examples=_examples(methods.task, _self_ask_example),
             question=methods.question(update["question"]),
         )
         text, usage = yield from methods.generate(update["usage"], prompt, "self_ask_generation", 1, ["\nQuestion:"])

@@ -182,9 +182,7 @@ def create_react_graph(
     def route(state: MethodState) -> Literal["react_search", "react_step", "cot_sc_backoff", "__end__"]:
         if not state.get("pending"):
             return "__end__"
-        if state.get("query"):
-            return "react_search"
-        return "cot_sc_backoff" if _steps(state.get("cot")) >= max_steps else "react_step"
+        return "react_search" if state.get("query") else after_search(state)
 
     def after_search(state: MethodState) -> Literal["react_step", "cot_sc_backoff"]:
         return "cot_sc_backoff" if _steps(state.get("cot")) >= max_steps else "react_step"

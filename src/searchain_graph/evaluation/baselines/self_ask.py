@@ -22,18 +22,23 @@ from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _examples, _merge, final_answer
+from searchain_graph.evaluation.baselines.common import (
+    MethodOutput,
+    MethodState,
+    _examples,
+    _merge,
+    _self_ask_example,
+    final_answer,
+)
 from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node, _Read
 from searchain_graph.evaluation.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
-    SELF_ASK_EXAMPLE,
     SELF_ASK_FORCE_FINAL,
     SELF_ASK_INTERMEDIATE,
     SELF_ASK_NO_PASSAGE,
     SELF_ASK_PROMPT,
     SELF_ASK_READ_PROMPT,
     SELF_ASK_STEP,
-    Demonstration,
 )
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.ir.readers.base import Reader
@@ -101,13 +106,9 @@ def create_self_ask_graph(
     methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars, retriever=retriever, reader=reader)
 
     def prompt(question: str) -> str:
-        def render(d: Demonstration, q: str) -> str:
-            steps = "\n".join(SELF_ASK_STEP.format(question=fq, answer=fa) for fq, fa in d.follow_ups)
-            return SELF_ASK_EXAMPLE.format(question=q, follow_ups=steps, answer=d.answer)
-
         return SELF_ASK_PROMPT.format(
             answer_format=BASELINE_ANSWER_FORMATS[methods.task],
-            examples=_examples(methods.task, render),
+            examples=_examples(methods.task, _self_ask_example),
             question=question,
         )
 
