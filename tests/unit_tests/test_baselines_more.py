@@ -17,9 +17,11 @@ from searchain_graph.evaluation.baselines import (
     create_react_graph,
     create_recite_graph,
     create_self_ask_no_ir_graph,
+    create_verify_and_edit_graph,
 )
 from searchain_graph.evaluation.baselines.decomposition import sub_questions
 from searchain_graph.evaluation.baselines.react import OBSERVATION_CHARS, parse_react_step
+from searchain_graph.evaluation.baselines.verify_edit import FACT_CHARS, rationale_sentences, select_facts
 from searchain_graph.evaluation.baselines.voting import majority
 from searchain_graph.evaluation.methods import METHOD_DESCRIPTIONS, METHODS
 from tests.fakes import QUESTION, RuleChatModel, retriever
@@ -167,7 +169,7 @@ def test_react_invalid_actions_count_as_steps() -> None:
     assert parse_react_step("nothing") == ("nothing", None, "")
 
 
-@pytest.mark.parametrize("name", ["cot_sc", "recite", "self_ask_no_ir", "least_to_most", "react"])
+@pytest.mark.parametrize("name", ["cot_sc", "recite", "self_ask_no_ir", "least_to_most", "react", "verify_and_edit"])
 @pytest.mark.parametrize("reply", ["", "[[[[ ]]]] Action: Search[", "\x00\x01", "Follow up: x\n" * 50])
 def test_registered_and_malformed_output_never_crashes(name: str, reply: str) -> None:
     assert name in METHODS and name in METHOD_DESCRIPTIONS
@@ -187,3 +189,60 @@ def test_bad_settings_are_refused() -> None:
         create_least_to_most_graph(model, max_sub_questions=0)
     with pytest.raises(ValueError, match="max_steps"):
         create_react_graph(model, retriever(), max_steps=0)
+
+
+def ve_model(chains: list[str]) -> RuleChatModel:
+    """Verify-and-Edit's fake: sampled chains in turn, then verifying questions and edited sentences."""
+    sampled = iter(chains)
+
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        text = messages[-1].text
+        if text.rstrip().endswith("Let's think step by step."):
+            return next(sampled)
+        if text.rstrip().endswith("Question:"):  # a verifying question for the sentence
+            sentence = text.rsplit("Sentence: ", 1)[1].split("\n", 1)[0]
+            return "Where was Kevin Drew born?" if "born" in sentence else "Who performed Spirit If...?"
+        if text.rstrip().endswith("Answer:"):  # the edited sentence, from the facts
+            facts = text.rsplit("Facts: ", 1)[1].split("\n", 1)[0]
+            return "Kevin Drew was born in Toronto." if "Toronto" in facts else "Kevin Drew performed Spirit If...."
+        assert "Kevin Drew was born in Toronto." in text  # the edited rationale reaches the answer
+        return " Toronto."
+
+    return RuleChatModel(respond=respond)
+
+
+def test_verify_and_edit_keeps_a_consistent_vote_without_retrieval() -> None:
+    chain = "Spirit If... is by Kevin Drew. He was born in Toronto. So the answer is: Toronto."
+    model = ve_model([chain] * 3)
+    out = create_verify_and_edit_graph(model, retriever(), samples=3).invoke({"question": QUESTION})
+    assert out["answer"] == "Toronto" and out["usage"]["llm_calls"] == 3
+    assert out["usage"]["retrieval_calls"] == 0 and out["rounds"] == 1 and out["passages"] == []
+
+
+def test_verify_and_edit_edits_a_split_vote_sentence_by_sentence() -> None:
+    chains = [
+        "Spirit If... is by Kevin Drew. Kevin Drew was born in Montreal. So the answer is: Montreal.",
+        "So the answer is: Ottawa.",
+        "So the answer is: Toronto.",
+    ]
+    model = ve_model(chains)
+    out = create_verify_and_edit_graph(model, retriever(), samples=3).invoke({"question": QUESTION})
+    # 3 chains; 2 sentences x (verifying question + edited sentence); the edited answer.
+    assert out["usage"]["llm_calls"] == 3 + 2 * 2 + 1 and out["usage"]["retrieval_calls"] == 2
+    assert out["rounds"] == 3 and out["answer"] == "Toronto"
+    assert "Kevin Drew was born in Toronto." in out["final_content"] and "Montreal" not in out["final_content"]
+    assert {p["metadata"]["id"] for p in out["passages"]} <= {"p1", "p2", "p3", "p4"} and out["passages"]
+    assert any("consistency 1/3 below 2" in w for w in out["warnings"])
+    queries = [m[0].text for m in model.calls if m[0].text.rstrip().endswith("Answer:")]
+    assert all(len(q.rsplit("Facts: ", 1)[1].split("\n", 1)[0]) <= FACT_CHARS for q in queries)
+
+
+def test_verify_and_edit_helpers() -> None:
+    chain = "Paris is in France.\nFrance is in Europe. So the answer is: Europe."
+    assert rationale_sentences(chain) == ["Paris is in France.", "France is in Europe."]
+    passage = "Drew is a musician. He was born in Toronto. He likes tea."
+    assert select_facts("Where was Drew born?", passage, 1) == "He was born in Toronto."
+    assert select_facts("Where was Drew born?", passage, 2) == "Drew is a musician. He was born in Toronto."
+    model = RuleChatModel(respond=lambda m: "x")
+    with pytest.raises(ValueError, match="max_sentences"):
+        create_verify_and_edit_graph(model, retriever(), max_sentences=0)

@@ -43,6 +43,8 @@ PAPER_TABLE1 = {
     "self_ask_no_ir": {"hotpotqa": 33.95, "musique": 11.10, "2wikimultihopqa": 35.65, "strategyqa": 65.45},
     "least_to_most": {"hotpotqa": 34.05, "musique": 11.45, "2wikimultihopqa": 32.88, "strategyqa": 65.78},
     "react": {"hotpotqa": 43.15, "musique": 15.49, "2wikimultihopqa": 40.36, "strategyqa": 70.43},
+    "verify_and_edit": {"hotpotqa": 44.03, "musique": 15.57, "2wikimultihopqa": 40.83, "strategyqa": 71.09},
+    "dsp": {"hotpotqa": 51.97, "musique": 15.83, "2wikimultihopqa": 43.52, "strategyqa": 72.41},
 }
 """Table 1 of the paper (cover-EM, gpt-3.5-turbo with ColBERTv2). IRCoT is not in it."""
 
@@ -75,6 +77,8 @@ PAPER_TABLE5 = {
     "searchain": (390, 189, 2.21, 8.52),
     "self_ask": (401, 63, 2.19, 6.63),
     "react": (938, 110, 2.35, 8.25),  # "React→CoT-SC"
+    "verify_and_edit": (565, 307, 2.40, 13.90),
+    "dsp": (1759, 155, 2.15, 10.47),
 }
 """Table 5: words in, words out, rounds, seconds per question."""
 

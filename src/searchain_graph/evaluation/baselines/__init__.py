@@ -16,6 +16,7 @@ retrieved passages the method used)::
     create_least_to_most_graph(llm)              # Least-to-Most (Zhou et al., 2023)
     create_self_ask_no_ir_graph(llm)             # Self-Ask without IR (Press et al., 2023)
     create_react_graph(llm, ret)                 # ReAct, text format, CoT-SC backoff (Yao et al., 2023)
+    create_verify_and_edit_graph(llm, ret)       # Verify-and-Edit: CoT-SC, split votes edited (Zhao et al., 2023)
 
 The other SearChain ablations are ``create_searchain_graph(..., verification=False)`` and
 ``completion=False``.
@@ -31,6 +32,7 @@ Modules, one per method family:
 * :mod:`~searchain_graph.evaluation.baselines.voting`: CoT-SC and Recite-and-Answer (sampled
   paths and a vote); :mod:`~searchain_graph.evaluation.baselines.decomposition`: Least-to-Most and
   Self-Ask w/o IR; :mod:`~searchain_graph.evaluation.baselines.react`: ReAct;
+  :mod:`~searchain_graph.evaluation.baselines.verify_edit`: Verify-and-Edit;
 * :mod:`~searchain_graph.evaluation.baselines.prompts`: their prompts and demonstrations
   (:mod:`~searchain_graph.evaluation.baselines.prompts_more` for the methods added later);
 * :mod:`~searchain_graph.evaluation.baselines.common`: the shared state, answer parsing and
@@ -70,6 +72,7 @@ from searchain_graph.evaluation.baselines.prompting import (
 )
 from searchain_graph.evaluation.baselines.react import create_react_graph
 from searchain_graph.evaluation.baselines.self_ask import create_self_ask_graph
+from searchain_graph.evaluation.baselines.verify_edit import create_verify_and_edit_graph
 from searchain_graph.evaluation.baselines.voting import create_cot_sc_graph, create_recite_graph
 from searchain_graph.method.question import InvalidQuestionError
 
@@ -88,6 +91,7 @@ __all__ = [
     "create_searchain_no_ir_graph",
     "create_self_ask_graph",
     "create_self_ask_no_ir_graph",
+    "create_verify_and_edit_graph",
     "final_answer",
     "first_sentence",
     "reasoning_steps",

@@ -143,5 +143,5 @@ VE_FINAL_PROMPT = """Answer the question from the reasoning. {answer_format} End
 {examples}
 
 Q: {question}
-A: {rationale} So the answer is:"""
+A: Let's think step by step. {rationale} So the answer is:"""
 """Answer re-generation after the rationale was edited."""
