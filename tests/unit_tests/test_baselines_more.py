@@ -13,6 +13,7 @@ from langchain_core.messages import BaseMessage
 
 from searchain_graph.evaluation.baselines import (
     create_cot_sc_graph,
+    create_dsp_graph,
     create_least_to_most_graph,
     create_react_graph,
     create_recite_graph,
@@ -169,7 +170,10 @@ def test_react_invalid_actions_count_as_steps() -> None:
     assert parse_react_step("nothing") == ("nothing", None, "")
 
 
-@pytest.mark.parametrize("name", ["cot_sc", "recite", "self_ask_no_ir", "least_to_most", "react", "verify_and_edit"])
+NEW_METHODS = ["cot_sc", "recite", "self_ask_no_ir", "least_to_most", "react", "verify_and_edit", "dsp"]
+
+
+@pytest.mark.parametrize("name", NEW_METHODS)
 @pytest.mark.parametrize("reply", ["", "[[[[ ]]]] Action: Search[", "\x00\x01", "Follow up: x\n" * 50])
 def test_registered_and_malformed_output_never_crashes(name: str, reply: str) -> None:
     assert name in METHODS and name in METHOD_DESCRIPTIONS
@@ -246,3 +250,41 @@ def test_verify_and_edit_helpers() -> None:
     model = RuleChatModel(respond=lambda m: "x")
     with pytest.raises(ValueError, match="max_sentences"):
         create_verify_and_edit_graph(model, retriever(), max_sentences=0)
+
+
+def dspy_model(answer_ok: bool = True) -> RuleChatModel:
+    """Replies in DSPy's ChatAdapter format: a query for the query signature, else the answer."""
+
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        if "[[ ## query ## ]]" in messages[0].text:
+            hop = sum("Kevin Drew" in m.text for m in messages)
+            query = "Kevin Drew birthplace" if hop else "Spirit If performer"
+            return f"[[ ## reasoning ## ]]\nI need a fact.\n\n[[ ## query ## ]]\n{query}\n\n[[ ## completed ## ]]"
+        if not answer_ok:
+            return "Toronto, I think"
+        reasoning = "Kevin Drew was born in Toronto."
+        return f"[[ ## reasoning ## ]]\n{reasoning}\n\n[[ ## answer ## ]]\nToronto\n\n[[ ## completed ## ]]"
+
+    return RuleChatModel(respond=respond)
+
+
+def test_dsp_runs_dspy_multihop_through_the_langchain_engine() -> None:
+    pytest.importorskip("dspy")
+    model = dspy_model()
+    out = create_dsp_graph(model, retriever(), max_hops=2).invoke({"question": QUESTION})
+    assert set(out) == OUTPUT_KEYS and out["answer"] == "Toronto" and out["warnings"] == []
+    assert out["usage"]["llm_calls"] == 3 and out["usage"]["retrieval_calls"] == 2 and out["rounds"] == 2
+    assert [p["metadata"]["id"] for p in out["passages"]] == ["p1", "p2"]
+    assert out["final_content"] == "Kevin Drew was born in Toronto. So the answer is: Toronto"
+    answer_prompt = model.calls[-1][-1].text  # DSPy's own prompt, with the context DSPy gathered
+    assert "Kevin Drew (born 9 September 1976 in Toronto)" in answer_prompt and QUESTION in answer_prompt
+
+
+async def test_dsp_async_and_a_reply_dspy_cannot_parse() -> None:
+    pytest.importorskip("dspy")
+    out = await create_dsp_graph(dspy_model(answer_ok=False), retriever()).ainvoke({"question": QUESTION})
+    assert out["answer"] == "" and out["rounds"] == 2 and out["usage"]["retrieval_calls"] == 2
+    assert out["usage"]["llm_calls"] == 2 + 2  # two queries; the answer tried by ChatAdapter, then JSONAdapter
+    assert any("DSPy could not parse" in w for w in out["warnings"])
+    with pytest.raises(ValueError, match="max_hops"):
+        create_dsp_graph(dspy_model(), retriever(), max_hops=0)

@@ -90,6 +90,7 @@ def make_record(
         "steps": _steps(method, out) if error is None else 0,
         "seconds": round(seconds, 3),
         "error": error,
+        "warnings": [" ".join(str(w).split())[:300] for w in out.get("warnings") or []][:20],
     }
     if references:
         record["sources"] = [r.get("source") for r in references]

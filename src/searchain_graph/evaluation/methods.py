@@ -12,8 +12,9 @@ the same LLM, retriever and reader:
 * ``direct`` and ``cot`` (Wei et al., NeurIPS 2022): no retrieval;
 * the rest of the paper's Table 1: ``cot_sc`` (Wang et al., 2023), ``recite`` (Sun et al., 2023),
   ``self_ask_no_ir`` (Press et al., 2023) and ``least_to_most`` (Zhou et al., 2023) without
-  retrieval; ``react`` (Yao et al., 2023, backing off to CoT-SC) and ``verify_and_edit``
-  (Zhao et al., 2023) with it.
+  retrieval; with it, ``react`` (Yao et al., 2023, backing off to CoT-SC), ``react_agent`` (the
+  same on LangChain's ``create_agent``), ``verify_and_edit`` (Zhao et al., 2023) and ``dsp``
+  (Khattab et al., 2022: DSPy's multi-hop program, run by the ``dspy`` package).
 
 A factory imports its graph builder only when it is called, so importing this module stays
 cheap. :func:`parse_methods` turns a ``--methods`` value into registry names.
@@ -72,7 +73,9 @@ METHODS: dict[str, GraphFactory] = {
     "self_ask_no_ir": _baseline("create_self_ask_no_ir_graph"),
     "least_to_most": _baseline("create_least_to_most_graph"),
     "react": _baseline("create_react_graph", retriever=True),
+    "react_agent": _baseline("create_react_agent_graph", retriever=True),
     "verify_and_edit": _baseline("create_verify_and_edit_graph", retriever=True),
+    "dsp": _baseline("create_dsp_graph", retriever=True),
 }
 """Every method the harness runs, by name."""
 
@@ -95,9 +98,11 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
     "self_ask_no_ir": "Self-Ask without IR (Press et al., 2023): the model answers its own follow-ups",
     "least_to_most": "Least-to-Most (Zhou et al., ICLR 2023): decompose, then solve sub-questions in order",
     "react": "ReAct (Yao et al., ICLR 2023), text Search/Finish actions, CoT-SC backoff (Table 1's React->CoT-SC)",
+    "react_agent": "ReAct on LangChain's create_agent with a search tool (needs bind_tools), CoT-SC backoff",
     "verify_and_edit": (
         "Verify-and-Edit (Zhao et al., ACL 2023): CoT-SC; a split vote's rationale verified by retrieval and edited"
     ),
+    "dsp": "DSP (Khattab et al., 2022): DSPy's multi-hop retrieve-then-read program, run by dspy (the eval extra)",
 }
 """One line per method of :data:`METHODS`, for ``searchain eval --help``."""
 

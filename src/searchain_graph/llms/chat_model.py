@@ -25,19 +25,23 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from searchain_graph.llms.hub import ModelNotFoundError
 from searchain_graph.llms.sampling import generate_one, repeats_at_end
 from searchain_graph.llms.servers import openai_chat_model
+from searchain_graph.llms.tool_calls import chat_messages, parse_tool_calls, template_takes_tools
 from searchain_graph.llms.weights import load_transformers
 
 logger = logging.getLogger(__name__)
@@ -48,16 +52,6 @@ SMOLLM2_BACKEND = "onnx-int4"  # its own Q4_1 blocks, 6x faster than fp32 (docs/
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_MAX_NEW_TOKENS = 256
 """Generation budget per call of a local model when none is given."""
-
-
-def _role(message: BaseMessage) -> str:
-    if isinstance(message, SystemMessage):
-        return "system"
-    if isinstance(message, AIMessage):
-        return "assistant"
-    if isinstance(message, HumanMessage):
-        return "user"
-    return str(getattr(message, "role", "user"))
 
 
 class TransformersChatModel(BaseChatModel):
@@ -199,11 +193,12 @@ class TransformersChatModel(BaseChatModel):
         max_new = int(kwargs.get("max_new_tokens", kwargs.get("max_tokens", self.max_new_tokens)))
         if max_new < 1:
             raise ValueError(f"max_new_tokens must be at least 1, got {max_new}")
-        chat = [{"role": _role(m), "content": m.text} for m in messages]
+        tools = kwargs.get("tools") or None
         stops = list(stop or [])
         with self._lock:
             self._ensure_loaded()
-            ids = self._encode(chat)
+            native = bool(tools) and template_takes_tools(self._tokenizer)
+            ids = self._encode(chat_messages(messages, tools, native=native), tools if native else None)
         temperature, seed = float(kwargs.get("temperature") or 0.0), kwargs.get("seed")
         key = (tuple(ids), max_new, tuple(stops), want_logprobs, temperature, seed)
         owner, future = self._claim(key, remember=temperature <= 0 or seed is not None)
@@ -215,7 +210,17 @@ class TransformersChatModel(BaseChatModel):
                 with self._replies_lock:
                     self._replies.pop(key, None)
         new_ids, logprobs, finish = future.result()
-        return self._result(len(ids), new_ids, logprobs, finish, stops, want_logprobs)
+        return self._result(len(ids), new_ids, logprobs, finish, stops, want_logprobs, tools)
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable[Any, AIMessage]:
+        """Bind tools, called through a text protocol (:mod:`~searchain_graph.llms.tool_calls`).
+
+        The model is told the tools' schemas and writes ``<tool_call>`` JSON blocks, returned as
+        ``AIMessage.tool_calls``. ``tool_choice="none"`` binds nothing; other choices are not enforced.
+        """
+        if tool_choice == "none":
+            return self.bind(**kwargs)
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
     def _claim(self, key: Any, remember: bool = True) -> tuple[bool, Future[tuple[list[int], list[float], str]]]:
         """The future holding this call's reply, and whether this caller must produce it."""
@@ -265,8 +270,8 @@ class TransformersChatModel(BaseChatModel):
             repeats_at_end(new_ids, times) or any(s in tok.decode(new_ids, skip_special_tokens=True) for s in stops)
         )
 
-    def _encode(self, chat: list[dict[str, str]]) -> list[int]:
-        inputs = self._tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_dict=True)
+    def _encode(self, chat: list[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> list[int]:
+        inputs = self._tokenizer.apply_chat_template(chat, tools=tools, add_generation_prompt=True, return_dict=True)
         return list(inputs["input_ids"])
 
     def _result(
@@ -277,6 +282,7 @@ class TransformersChatModel(BaseChatModel):
         finish: str,
         stop: list[str],
         want_logprobs: bool,
+        tools: Sequence[dict[str, Any]] | None = None,
     ) -> ChatResult:
         tok = self._tokenizer
         text = tok.decode(new_ids, skip_special_tokens=True)
@@ -291,8 +297,10 @@ class TransformersChatModel(BaseChatModel):
         metadata: dict[str, Any] = {"model_name": self.model_name or self.model_path, "finish_reason": finish}
         if want_logprobs:
             metadata["logprobs"] = {"content": token_logprobs}
+        text, calls = parse_tool_calls(text, tools) if tools else (text, [])
         message = AIMessage(
             content=text,
+            tool_calls=calls,
             response_metadata=metadata,
             usage_metadata={
                 "input_tokens": prompt_len,

@@ -16,6 +16,8 @@ retrieved passages the method used)::
     create_least_to_most_graph(llm)              # Least-to-Most (Zhou et al., 2023)
     create_self_ask_no_ir_graph(llm)             # Self-Ask without IR (Press et al., 2023)
     create_react_graph(llm, ret)                 # ReAct, text format, CoT-SC backoff (Yao et al., 2023)
+    create_react_agent_graph(llm, ret)           # ReAct on LangChain's create_agent, a search tool
+    create_dsp_graph(llm, ret)                   # DSP: DSPy's multi-hop program via the dspy package
     create_verify_and_edit_graph(llm, ret)       # Verify-and-Edit: CoT-SC, split votes edited (Zhao et al., 2023)
 
 The other SearChain ablations are ``create_searchain_graph(..., verification=False)`` and
@@ -31,8 +33,10 @@ Modules, one per method family:
 * :mod:`~searchain_graph.evaluation.baselines.ircot`: IRCoT (Trivedi et al., 2023);
 * :mod:`~searchain_graph.evaluation.baselines.voting`: CoT-SC and Recite-and-Answer (sampled
   paths and a vote); :mod:`~searchain_graph.evaluation.baselines.decomposition`: Least-to-Most and
-  Self-Ask w/o IR; :mod:`~searchain_graph.evaluation.baselines.react`: ReAct;
+  Self-Ask w/o IR; :mod:`~searchain_graph.evaluation.baselines.react`: ReAct (text);
+  :mod:`~searchain_graph.evaluation.baselines.react_agent`: ReAct on LangChain's agent;
   :mod:`~searchain_graph.evaluation.baselines.verify_edit`: Verify-and-Edit;
+  :mod:`~searchain_graph.evaluation.baselines.dsp`: DSP, run by the ``dspy`` package (imported on use);
 * :mod:`~searchain_graph.evaluation.baselines.prompts`: their prompts and demonstrations
   (:mod:`~searchain_graph.evaluation.baselines.prompts_more` for the methods added later);
 * :mod:`~searchain_graph.evaluation.baselines.common`: the shared state, answer parsing and
@@ -64,6 +68,7 @@ Every LLM call, retrieval and reading runs under its own run name (``cot_generat
 from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, final_answer, reasoning_steps
 from searchain_graph.evaluation.baselines.decomposition import create_least_to_most_graph, create_self_ask_no_ir_graph
 from searchain_graph.evaluation.baselines.direct_retrieval import create_direct_retrieval_graph
+from searchain_graph.evaluation.baselines.dsp import create_dsp_graph
 from searchain_graph.evaluation.baselines.ircot import create_ircot_graph, first_sentence
 from searchain_graph.evaluation.baselines.prompting import (
     create_cot_graph,
@@ -71,6 +76,7 @@ from searchain_graph.evaluation.baselines.prompting import (
     create_searchain_no_ir_graph,
 )
 from searchain_graph.evaluation.baselines.react import create_react_graph
+from searchain_graph.evaluation.baselines.react_agent import create_react_agent_graph
 from searchain_graph.evaluation.baselines.self_ask import create_self_ask_graph
 from searchain_graph.evaluation.baselines.verify_edit import create_verify_and_edit_graph
 from searchain_graph.evaluation.baselines.voting import create_cot_sc_graph, create_recite_graph
@@ -84,8 +90,10 @@ __all__ = [
     "create_cot_sc_graph",
     "create_direct_graph",
     "create_direct_retrieval_graph",
+    "create_dsp_graph",
     "create_ircot_graph",
     "create_least_to_most_graph",
+    "create_react_agent_graph",
     "create_react_graph",
     "create_recite_graph",
     "create_searchain_no_ir_graph",

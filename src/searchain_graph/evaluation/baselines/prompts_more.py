@@ -14,7 +14,8 @@ baselines (:data:`~searchain_graph.evaluation.baselines.prompts.BASELINE_DEMONST
   know: ..."), then solve the sub-questions in order, each with the answers before it
   (:data:`LTM_DECOMPOSE_PROMPT`, :data:`LTM_SOLVE_PROMPT`).
 * **ReAct** (Yao et al., ICLR 2023), text format: "Thought:", "Action: Search[...]" or
-  "Action: Finish[...]", "Observation:" (:data:`REACT_PROMPT`).
+  "Action: Finish[...]", "Observation:" (:data:`REACT_PROMPT`); on LangChain's agent, its
+  instruction as a system prompt and the search tool's description (:data:`REACT_AGENT_PROMPT`).
 * **Verify-and-Edit** (Zhao et al., ACL 2023): a verifying question per rationale sentence, its
   answer from retrieved facts, the edited rationale, then the answer (:data:`VE_QUESTION_PROMPT`,
   :data:`VE_ANSWER_PROMPT`, :data:`VE_FINAL_PROMPT`).
@@ -145,3 +146,13 @@ VE_FINAL_PROMPT = """Answer the question from the reasoning. {answer_format} End
 Q: {question}
 A: Let's think step by step. {rationale} So the answer is:"""
 """Answer re-generation after the rationale was edited."""
+
+# --- ReAct on LangChain's agent (create_agent): the tool call is the action, its result the observation.
+REACT_AGENT_PROMPT = """Answer the question. The search tool searches the knowledge source and returns its \
+most relevant paragraph: search for one fact at a time, as often as you need, and reason about what each \
+search returned. When you know the answer, reply without calling a tool and end with "So the answer is: \
+<answer>." {answer_format}"""
+"""The agent's system prompt (ReAct's instruction, in tool-calling form)."""
+
+REACT_AGENT_TOOL = "Search the knowledge source; returns its most relevant paragraph for the query."
+"""The search tool's description, as the model sees it."""

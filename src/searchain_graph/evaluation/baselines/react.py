@@ -8,13 +8,15 @@ without the API do. The SearChain paper's Table 1 row is "React→CoT-SC": when 
 finish within ``max_steps`` steps it backs off to CoT-SC (ReAct's own ReAct→CoT-SC heuristic),
 here with :func:`~searchain_graph.evaluation.baselines.create_cot_sc_graph`'s prompt and vote.
 
-For chat models with tool calling, :func:`~searchain_graph.evaluation.baselines.react_agent`
-builds ReAct on LangChain's own agent instead.
+For chat models with tool calling,
+:func:`~searchain_graph.evaluation.baselines.create_react_agent_graph` builds ReAct on LangChain's
+own agent instead.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 from langchain_core.documents import Document
@@ -40,7 +42,7 @@ from searchain_graph.evaluation.baselines.voting import _voted, sampled_chains
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.method.state import InputState
 
-__all__ = ["create_react_graph", "parse_react_step"]
+__all__ = ["cot_sc_backoff", "create_react_graph", "parse_react_step"]
 
 _ACTION = re.compile(r"action\s*\d*\s*:\s*(?P<kind>search|finish)\s*\[(?P<arg>[^\]\n]*)\]?", re.IGNORECASE)
 _THOUGHT = re.compile(r"^\s*(?:thought\s*\d*\s*:)?\s*(?P<t>.*?)\s*(?=action\s*\d*\s*:|$)", re.IGNORECASE | re.DOTALL)
@@ -73,6 +75,37 @@ def _demo_steps(d: Demonstration) -> str:
     last = d.reasoning[-1] if d.reasoning else ""
     lines.append(REACT_STEP.format(n=n, thought=f"{last} So the answer is {d.answer}.", action=f"Finish[{d.answer}]"))
     return "".join(lines).rstrip()
+
+
+def _check_steps(max_steps: int, backoff_samples: int, temperature: float) -> None:
+    """ReAct's settings (both forms): at least one step, a backoff that can sample."""
+    if not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
+    if backoff_samples < 0 or (backoff_samples > 1 and temperature <= 0):
+        raise ValueError("backoff_samples must be >= 0, and temperature > 0 when it is above 1")
+
+
+def cot_sc_backoff(
+    methods: _Methods, unfinished: str, samples: int, temperature: float
+) -> Callable[[MethodState], _Node]:
+    """The node body of ReAct's backoff: CoT-SC with ``samples`` chains after the trajectory (0: none).
+
+    The trajectory is the state's ``final_content``, else its ``cot`` lines; ``unfinished`` is the warning.
+    """
+
+    def backoff(state: MethodState) -> _Node:
+        trajectory = (state.get("final_content") or "".join(state.get("cot") or [])).strip()
+        if samples == 0:
+            warnings = [*state["warnings"], unfinished]
+            return {"warnings": warnings, "pending": False, "final_content": trajectory, "answer": ""}
+        warnings = [*state["warnings"], f"{unfinished}: backed off to CoT-SC"]
+        usage, texts = yield from sampled_chains(methods, state["usage"], state["question"], samples, temperature)
+        answers = [final_answer(t, methods.task) for t in texts]
+        out = _voted({"usage": usage, "warnings": warnings}, methods, texts, answers)
+        out["final_content"] = f"{trajectory}\n\n{out['final_content']}".strip()
+        return out
+
+    return backoff
 
 
 def create_react_graph(
@@ -113,10 +146,7 @@ def create_react_graph(
         A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` with
         ``rounds`` = the searches made and ``final_content`` the ReAct trajectory.
     """
-    if not isinstance(max_steps, int) or max_steps < 1:
-        raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
-    if backoff_samples < 0 or (backoff_samples > 1 and temperature <= 0):
-        raise ValueError("backoff_samples must be >= 0, and temperature > 0 when it is above 1")
+    _check_steps(max_steps, backoff_samples, temperature)
     methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars, retriever=retriever)
     fmt = BASELINE_ANSWER_FORMATS
 
@@ -165,19 +195,7 @@ def create_react_graph(
             "passages": _merge(state["passages"], docs[:1]),
         }
 
-    def backoff(state: MethodState) -> _Node:
-        trajectory = "".join(state.get("cot") or []).strip()
-        unfinished = f"ReAct did not finish in {max_steps} steps"
-        if backoff_samples == 0:
-            warnings = [*state["warnings"], unfinished]
-            return {"warnings": warnings, "pending": False, "final_content": trajectory, "answer": ""}
-        warnings = [*state["warnings"], f"{unfinished}: backed off to CoT-SC"]
-        question, usage = state["question"], state["usage"]
-        usage, texts = yield from sampled_chains(methods, usage, question, backoff_samples, temperature)
-        answers = [final_answer(t, methods.task) for t in texts]
-        out = _voted({"usage": usage, "warnings": warnings}, methods, texts, answers)
-        out["final_content"] = f"{trajectory}\n\n{out['final_content']}".strip()
-        return out
+    backoff = cot_sc_backoff(methods, f"ReAct did not finish in {max_steps} steps", backoff_samples, temperature)
 
     def route(state: MethodState) -> Literal["react_search", "react_step", "cot_sc_backoff", "__end__"]:
         if not state.get("pending"):
