@@ -288,3 +288,17 @@ async def test_dsp_async_and_a_reply_dspy_cannot_parse() -> None:
     assert any("DSPy could not parse" in w for w in out["warnings"])
     with pytest.raises(ValueError, match="max_hops"):
         create_dsp_graph(dspy_model(), retriever(), max_hops=0)
+
+
+def test_records_count_steps_and_keep_warnings_for_the_added_methods() -> None:
+    from searchain_graph.evaluation.harness import make_record
+
+    example = {"qid": "q1", "dataset": "hotpotqa", "question": QUESTION, "answers": ["Toronto"], "task": "multihop"}
+    chain = "Spirit If... is by Kevin Drew. Kevin Drew was born in Toronto. So the answer is: Toronto."
+    out = {"answer": "Toronto", "final_content": chain, "rounds": 1, "warnings": ["2 of 3 paths agree"]}
+    record = make_record(example, "cot_sc", out, 1.0)  # type: ignore[arg-type]
+    assert record["steps"] == 2 and record["warnings"] == ["2 of 3 paths agree"]
+    follow_ups = "Follow up: Who?\nIntermediate answer: Drew\nFollow up: Where?\nIntermediate answer: Toronto"
+    assert make_record(example, "self_ask_no_ir", {"final_content": follow_ups}, 1.0)["steps"] == 2  # type: ignore[arg-type]
+    assert make_record(example, "recite", {**out, "rounds": 1}, 1.0)["steps"] == 0  # type: ignore[arg-type]
+    assert make_record(example, "dsp", {**out, "rounds": 2}, 1.0)["steps"] == 2  # type: ignore[arg-type]

@@ -54,16 +54,21 @@ __all__ = [  # METHODS, GraphFactory and parse_methods live in evaluation.method
 def _steps(method: str, out: dict[str, Any]) -> int:
     """Reasoning steps (Table 4).
 
-    Nodes of the chain (SearChain), follow-ups (Self-Ask), CoT sentences (IRCoT's steps; CoT's
-    sentences before "answer is"), and none for the direct answers.
+    Nodes of the chain (SearChain), follow-ups (Self-Ask, with or without IR), CoT sentences
+    (IRCoT's steps; the sentences before "answer is" of CoT, CoT-SC's winning chain and
+    Verify-and-Edit's rationale), sub-questions (Least-to-Most), searches (ReAct) and hops (DSP),
+    and none for the direct answers and Recite-and-Answer.
     """
     if method.startswith("searchain") and method != "searchain_no_ir":
         return len(out.get("references") or [])
     if method == "searchain_no_ir":
         return len(parse_chain(out.get("final_content") or "").nodes)
-    if method == "cot":
-        return reasoning_steps(str(out.get("final_content") or ""))
-    if method in ("direct", "direct_retrieval"):
+    content = str(out.get("final_content") or "")
+    if method in ("cot", "cot_sc", "verify_and_edit"):  # the (winning, edited) chain's sentences
+        return reasoning_steps(content)
+    if method == "self_ask_no_ir":
+        return content.lower().count("follow up:")
+    if method in ("direct", "direct_retrieval", "recite"):
         return 0
     return int(out.get("rounds") or 0)
 

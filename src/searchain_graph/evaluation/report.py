@@ -34,8 +34,11 @@ from searchain_graph._files import remove_stale_temporaries, write_aside, writte
 
 PAPER_TABLE1 = {
     "searchain": {"hotpotqa": 56.91, "musique": 17.07, "2wikimultihopqa": 46.27, "strategyqa": 76.95},
+    "searchain_no_verification": {"hotpotqa": 46.11, "musique": 14.70, "2wikimultihopqa": 42.67, "strategyqa": 75.98},
+    "searchain_no_completion": {"hotpotqa": 53.05, "musique": 15.86, "2wikimultihopqa": 43.64, "strategyqa": 76.53},
     "self_ask": {"hotpotqa": 40.05, "musique": 14.28, "2wikimultihopqa": 39.58, "strategyqa": 67.65},
     "direct_retrieval": {"hotpotqa": 34.09, "musique": 10.22, "2wikimultihopqa": 30.01, "strategyqa": 66.78},
+    "direct": {"hotpotqa": 31.95, "musique": 5.91, "2wikimultihopqa": 25.82, "strategyqa": 66.25},
     "cot": {"hotpotqa": 35.04, "musique": 9.46, "2wikimultihopqa": 30.41, "strategyqa": 65.83},
     "searchain_no_ir": {"hotpotqa": 38.36, "musique": 13.61, "2wikimultihopqa": 40.49, "strategyqa": 75.62},
     "cot_sc": {"hotpotqa": 36.85, "musique": 10.02, "2wikimultihopqa": 32.68, "strategyqa": 70.84},

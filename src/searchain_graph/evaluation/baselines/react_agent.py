@@ -155,6 +155,8 @@ def create_react_agent_graph(
         answer = final_answer(message_text(last), methods.task) if done and last is not None else ""
         content = _trajectory(messages)
         out = {**start, "usage": usage, "passages": passages, "rounds": searches, "final_content": content}
+        if answer and not searches:
+            out["warnings"] = [*start["warnings"], "the agent answered without calling the search tool"]
         return {**out, "answer": answer, "pending": not answer}
 
     def run(state: MethodState, runtime: Runtime[Any]) -> dict[str, Any]:
