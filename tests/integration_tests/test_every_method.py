@@ -64,7 +64,7 @@ def test_each_method_counts_what_it_did(records: list[dict[str, Any]], method: s
         assert usage["llm_calls"] >= 1 and usage["words_in"] > 0 and usage["input_tokens"] > 0
         assert isinstance(record["prediction"], str) and isinstance(record["warnings"], list)
         if method in CLOSED_BOOK:
-            assert usage["retrieval_calls"] == 0 and record["rounds"] <= 1
+            assert usage["retrieval_calls"] == 0
         assert record["seconds"] > 0 and record["metrics"]["cover_em"] in (0.0, 1.0)
 
 
