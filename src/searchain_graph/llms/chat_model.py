@@ -39,7 +39,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from searchain_graph.llms.hub import ModelNotFoundError
-from searchain_graph.llms.sampling import generate_one, repeats_at_end
+from searchain_graph.llms.sampling import generate_one, repeats_at_end, trim_logprobs
 from searchain_graph.llms.servers import openai_chat_model
 from searchain_graph.llms.tool_calls import chat_messages, parse_tool_calls, template_takes_tools
 from searchain_graph.llms.weights import load_transformers
@@ -293,7 +293,7 @@ class TransformersChatModel(BaseChatModel):
                 text = text[:cut]
                 finish = "stop"
                 if token_logprobs:
-                    token_logprobs = _trim_logprobs(token_logprobs, len(text))
+                    token_logprobs = trim_logprobs(token_logprobs, len(text))
         metadata: dict[str, Any] = {"model_name": self.model_name or self.model_path, "finish_reason": finish}
         if want_logprobs:
             metadata["logprobs"] = {"content": token_logprobs}
@@ -309,17 +309,6 @@ class TransformersChatModel(BaseChatModel):
             },
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
-
-
-def _trim_logprobs(tokens: list[dict[str, Any]], chars: int) -> list[dict[str, Any]]:
-    """Keep the tokens whose text lies within the first ``chars`` characters."""
-    kept, used = [], 0
-    for tok in tokens:
-        if used >= chars:
-            break
-        kept.append(tok)
-        used += len(tok["token"])
-    return kept
 
 
 def load_chat_model(

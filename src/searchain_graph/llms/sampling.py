@@ -110,3 +110,14 @@ def generate_one(
         else []
     )
     return new_ids, logprobs, finish
+
+
+def trim_logprobs(tokens: list[dict[str, Any]], chars: int) -> list[dict[str, Any]]:
+    """Token log-probabilities (OpenAI's layout) of a reply cut at a stop: the tokens within its first ``chars``."""
+    kept, used = [], 0
+    for tok in tokens:
+        if used >= chars:
+            break
+        kept.append(tok)
+        used += len(tok["token"])
+    return kept

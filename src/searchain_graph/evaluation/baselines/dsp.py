@@ -24,6 +24,7 @@ run with ``dspy.context``, so concurrent runs do not share them.
 from __future__ import annotations
 
 import contextvars
+import functools
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -95,9 +96,9 @@ def _record(sent: list[BaseMessage], reply: BaseMessage) -> None:
 class LangChainEngine:
     """A DSPy engine (``complete(Request) -> Response``) over a LangChain chat model.
 
-    Use it as ``dspy.LM("langchain/<name>", engine=LangChainEngine(llm), cache=False)``. The request's system text and
-    messages become LangChain messages; its stop sequences and a positive temperature are passed
-    as call options.
+    Use it as ``dspy.LM("langchain/<name>", engine=LangChainEngine(llm), cache=False)``. The
+    request's system text and messages become LangChain messages; its stop sequences and a
+    positive temperature are passed as call options.
     """
 
     def __init__(self, llm: BaseChatModel, model: str = "langchain") -> None:
@@ -121,8 +122,9 @@ class LangChainEngine:
         """Nothing to release: the chat model belongs to the caller."""
 
 
-def _program(max_hops: int, passages_per_hop: int, search: Any) -> Any:
-    """DSPy's multi-hop program ("simplified Baleen"), with ``search(query, k)`` as its retriever."""
+@functools.cache
+def _signatures() -> tuple[Any, Any]:
+    """DSPy's two signatures of the multi-hop program (defined once, on first use)."""
     import dspy
 
     class GenerateSearchQuery(dspy.Signature):  # type: ignore[misc]
@@ -138,6 +140,15 @@ def _program(max_hops: int, passages_per_hop: int, search: Any) -> Any:
         context: list[str] = dspy.InputField(desc="may contain relevant facts")
         question: str = dspy.InputField()
         answer: str = dspy.OutputField(desc="often between 1 and 5 words")
+
+    return GenerateSearchQuery, GenerateAnswer
+
+
+def _program(max_hops: int, passages_per_hop: int, search: Any) -> Any:
+    """DSPy's multi-hop program ("simplified Baleen"), with ``search(query, k)`` as its retriever."""
+    import dspy
+
+    GenerateSearchQuery, GenerateAnswer = _signatures()
 
     class MultiHop(dspy.Module):  # type: ignore[misc]
         def __init__(self) -> None:
