@@ -172,13 +172,19 @@ def _cot_answer(answer: str) -> str:
     return answer.rstrip(" .")
 
 
-def _cot_prompt(task: str, question: str) -> str:
-    """CoT's few-shot prompt for ``question`` (already phrased for the task): CoT, CoT-SC, ReAct's backoff."""
-    examples = _examples(
+def _cot_examples(task: str) -> str:
+    """CoT's two demonstrations for ``task`` (CoT, CoT-SC, Verify-and-Edit's edited answer)."""
+    return _examples(
         task,
         lambda d, q: COT_EXAMPLE.format(question=q, reasoning=" ".join(d.reasoning), answer=_cot_answer(d.answer)),
     )
-    return COT_PROMPT.format(answer_format=BASELINE_ANSWER_FORMATS[task], examples=examples, question=question)
+
+
+def _cot_prompt(task: str, question: str) -> str:
+    """CoT's few-shot prompt for ``question`` (already phrased for the task): CoT, CoT-SC, ReAct's backoff."""
+    return COT_PROMPT.format(
+        answer_format=BASELINE_ANSWER_FORMATS[task], examples=_cot_examples(task), question=question
+    )
 
 
 def _self_ask_example(d: Demonstration, question: str) -> str:

@@ -38,7 +38,7 @@ from searchain_graph.evaluation.baselines.prompts_more import (
     REACT_PROMPT,
     REACT_STEP,
 )
-from searchain_graph.evaluation.baselines.voting import _voted, sampled_chains
+from searchain_graph.evaluation.baselines.voting import voted_chains
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.method.state import InputState
 
@@ -99,9 +99,8 @@ def cot_sc_backoff(
             warnings = [*state["warnings"], unfinished]
             return {"warnings": warnings, "pending": False, "final_content": trajectory, "answer": ""}
         warnings = [*state["warnings"], f"{unfinished}: backed off to CoT-SC"]
-        usage, texts = yield from sampled_chains(methods, state["usage"], state["question"], samples, temperature)
-        answers = [final_answer(t, methods.task) for t in texts]
-        out = _voted({"usage": usage, "warnings": warnings}, methods, texts, answers)
+        update = {"usage": state["usage"], "warnings": warnings}
+        out, _ = yield from voted_chains(methods, update, state["question"], samples, temperature)
         out["final_content"] = f"{trajectory}\n\n{out['final_content']}".strip()
         return out
 

@@ -30,16 +30,14 @@ from langgraph.types import RetryPolicy
 from searchain_graph.evaluation.baselines.common import (
     MethodOutput,
     MethodState,
-    _cot_answer,
-    _examples,
+    _cot_examples,
     _merge,
     _sentences,
-    final_answer,
 )
 from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node
-from searchain_graph.evaluation.baselines.prompts import BASELINE_ANSWER_FORMATS, COT_EXAMPLE
+from searchain_graph.evaluation.baselines.prompts import BASELINE_ANSWER_FORMATS
 from searchain_graph.evaluation.baselines.prompts_more import VE_ANSWER_PROMPT, VE_FINAL_PROMPT, VE_QUESTION_PROMPT
-from searchain_graph.evaluation.baselines.voting import _check_paths, _voted, majority, sampled_chains
+from searchain_graph.evaluation.baselines.voting import _check_paths, majority, voted_chains
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.method.state import InputState
 
@@ -120,9 +118,9 @@ def create_verify_and_edit_graph(
 
     def vote(state: MethodState) -> _Node:
         update = methods.start(state)
-        usage, texts = yield from sampled_chains(methods, update["usage"], update["question"], samples, temperature)
-        answers = [final_answer(t, methods.task) for t in texts]
-        out = _voted({**update, "usage": usage, "rounds": 1}, methods, texts, answers)
+        out, answers = yield from voted_chains(
+            methods, {**update, "rounds": 1}, update["question"], samples, temperature
+        )
         _, agreeing = majority(answers)
         sentences = rationale_sentences(out["final_content"])[:max_sentences]
         if agreeing >= threshold or not sentences:
@@ -151,13 +149,9 @@ def create_verify_and_edit_graph(
 
     def answer(state: MethodState) -> _Node:
         rationale = " ".join(state.get("cot") or [])
-        examples = _examples(
-            methods.task,
-            lambda d, q: COT_EXAMPLE.format(question=q, reasoning=" ".join(d.reasoning), answer=_cot_answer(d.answer)),
-        )
         prompt = VE_FINAL_PROMPT.format(
             answer_format=BASELINE_ANSWER_FORMATS[methods.task],
-            examples=examples,
+            examples=_cot_examples(methods.task),
             question=methods.question(state["question"]),
             rationale=rationale,
         )

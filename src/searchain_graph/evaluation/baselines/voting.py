@@ -36,7 +36,7 @@ from searchain_graph.evaluation.baselines.prompts_more import (
 from searchain_graph.method.parsing import normalize_answer
 from searchain_graph.method.state import InputState, Usage
 
-__all__ = ["create_cot_sc_graph", "create_recite_graph", "majority", "sampled_chains"]
+__all__ = ["create_cot_sc_graph", "create_recite_graph", "majority", "sampled_chains", "voted_chains"]
 
 
 def majority(answers: Sequence[str]) -> tuple[int | None, int]:
@@ -85,6 +85,15 @@ def sampled_chains(
     return usage, texts
 
 
+def voted_chains(
+    methods: _Methods, update: dict[str, Any], question: str, samples: int, temperature: float
+) -> Generator[Any, Any, tuple[dict[str, Any], list[str]]]:
+    """CoT-SC: CoT's chains sampled and voted on; ``update`` with the vote (its usage counted on), and the answers."""
+    usage, texts = yield from sampled_chains(methods, update["usage"], question, samples, temperature)
+    answers = [final_answer(t, methods.task) for t in texts]
+    return _voted({**update, "usage": usage}, methods, texts, answers), answers
+
+
 def create_cot_sc_graph(
     llm: BaseChatModel,
     *,
@@ -121,9 +130,8 @@ def create_cot_sc_graph(
 
     def body(state: MethodState) -> _Node:
         update = methods.start(state)
-        usage, texts = yield from sampled_chains(methods, update["usage"], update["question"], samples, temperature)
-        answers = [final_answer(t, methods.task) for t in texts]
-        return _voted({**update, "usage": usage, "rounds": 1}, methods, texts, answers)
+        out, _ = yield from voted_chains(methods, {**update, "rounds": 1}, update["question"], samples, temperature)
+        return out
 
     return _one_node(methods, "cot_sc", body, retry_policy, checkpointer, name)
 
