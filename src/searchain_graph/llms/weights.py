@@ -111,7 +111,12 @@ def save_dequantized(model: Any, tokenizer: Any, target: Path) -> bool:
             del model.config.quantization_config
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if not (target / "config.json").is_file():  # not a concurrent writer that won
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
         return True
     except (OSError, ValueError, RuntimeError) as exc:  # a cache we cannot write is not an error
         logger.warning("could not cache dequantised weights at %s: %s", target, exc)
