@@ -78,7 +78,10 @@ def served(app: Any, port: int | None = None) -> Iterator[str]:
     import uvicorn
 
     port = port or free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    # log_config=None: uvicorn would otherwise bind its log handlers to the sys.stderr of the moment,
+    # which is pytest's capture of this test and is closed by the time a later test logs.
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", log_config=None)
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
