@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from searchain_graph.llms.gguf_blocks import NotExactError, gguf_source, write_blocks
+from searchain_graph.llms.gguf_blocks import Layout, NotExactError, gguf_architecture, gguf_source, write_blocks
 from searchain_graph.llms.hub import ModelNotFoundError
 from searchain_graph.llms.sampling import sample_token
 from searchain_graph.llms.weights import cache_root, content_key, dequantized_dir, load_transformers, save_dequantized
@@ -44,16 +44,9 @@ GENAI_PRECISIONS: dict[str, list[str]] = {
     # for the last prompt position only during prefill.
     "int4": ["-p", "int4", "--extra_options", "int4_accuracy_level=4", "prune_lm_head=true"],
     "int8": ["-p", "int8", "--extra_options", "prune_lm_head=true"],
-    # int4 for a GGUF source: only the products quantised, so that gguf_blocks.write_blocks can put
-    # the file's own blocks in.
-    "int4-gguf": [
-        "-p",
-        "int4",
-        "--extra_options",
-        "accuracy_level=4",
-        "prune_lm_head=true",
-        "op_types_to_quantize=MatMul",
-    ],
+    # A GGUF source: fp32 with one MatMul per projection, into which gguf_blocks.write_blocks puts
+    # the file's own blocks (4- and 8-bit MatMulNBits, int8 activations).
+    "int4-gguf": ["-p", "fp32", "--extra_options", "prune_lm_head=true", "disable_qkv_fusion=true"],
     "fp32": ["-p", "fp32", "--extra_options", "prune_lm_head=true"],
 }
 """The precisions :func:`build_genai_model` offers, with the builder's options for each."""
@@ -337,12 +330,16 @@ def load_genai(model_path: str, gguf_file: str | None, precision: str) -> tuple[
         gguf_path = Path(model_path) / gguf_file
         config = json.loads((source / "config.json").read_text(encoding="utf-8"))
         heads = int(config["num_attention_heads"])
-        kv_heads = int(config.get("num_key_value_heads") or heads)
+        layout = Layout(
+            heads=heads,
+            kv_heads=int(config.get("num_key_value_heads") or heads),
+            permuted=gguf_architecture(gguf_path) == "llama",
+        )
 
         def exact(model_dir: Path) -> None:
-            write_blocks(model_dir, gguf_source(gguf_path), heads=heads, kv_heads=kv_heads)
+            write_blocks(model_dir, gguf_source(gguf_path), layout)
 
-        exact_dir = cache_root() / "onnx" / f"{source.name}-int4-gguf-{key}"
+        exact_dir = cache_root() / "onnx" / f"{source.name}-gguf-blocks-{key}"
         refused = exact_dir.with_name(exact_dir.name + ".not-exact")
         try:
             if not refused.is_file():
