@@ -106,7 +106,8 @@ def _add_llm_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         choices=("torch", "onnx-int4", "onnx-int8", "onnx-fp32"),
         help="local models: torch (fp32, the reference) or ONNX Runtime GenAI with int4, int8 or fp32 weights "
-        "(converted once, cached); default onnx-int4 for SmolLM2 (6x faster decoding), torch for others",
+        "(converted once, cached); default onnx-int4 (the file's own blocks) for the packaged models and SmolLM2, "
+        "torch for others",
     )
     parser.add_argument(
         "--max-new-tokens",
@@ -140,9 +141,9 @@ def _add_stack(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         default=None,
-        help="smollm2, openai:<model>, provider:<model>, hf:<org/name>, a local model path, or "
-        "import:<module>:<name> (a chat model of your own) "
-        "(default: OpenAI when OPENAI_API_KEY is set, else SmolLM2-135M)",
+        help="qwen2.5-coder-1.5b, qwen2.5-coder-0.5b, smollm2, openai:<model>, provider:<model>, hf:<org/name>, "
+        "a local model path, or import:<module>:<name> (a chat model of your own) "
+        "(default: OpenAI when OPENAI_API_KEY is set, else qwen2.5-coder-1.5b from PyPI)",
     )
     _add_llm_options(parser)
     parser.add_argument("--task", default="multihop", help=f"task family: {', '.join(TASKS)}")
@@ -218,7 +219,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "dequantised into the cache once), for `transformers serve DIR` or vLLM; then point searchain at the "
         "server with OPENAI_BASE_URL=http://HOST:PORT/v1 and --model openai:DIR.",
     )
-    model_dir.add_argument("--model", default="smollm2", help="smollm2 (default), a .gguf file or a model directory")
+    model_dir.add_argument(
+        "--model",
+        default="qwen2.5-coder-1.5b",
+        help="qwen2.5-coder-1.5b (default), qwen2.5-coder-0.5b, smollm2, a .gguf file or a model directory",
+    )
     ev = sub.add_parser(
         "eval",
         help="evaluate methods on a QA dataset (resumable JSONL, Markdown report)",

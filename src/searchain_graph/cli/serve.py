@@ -74,9 +74,10 @@ def run_serve_index(args: argparse.Namespace) -> int:
 def run_model_dir(args: argparse.Namespace) -> int:
     """``searchain model-dir``: print a local model's plain-weights directory, for a model server to load."""
     from searchain_graph.llms.chat_model import TransformersChatModel, is_local_path, load_chat_model
+    from searchain_graph.llms.packaged import PACKAGED_MODELS
     from searchain_graph.llms.weights import plain_weights_dir
 
-    local = args.model == "smollm2" or is_local_path(args.model)
+    local = args.model == "smollm2" or args.model in PACKAGED_MODELS or is_local_path(args.model)
     llm = load_chat_model(args.model) if local else None
     if not isinstance(llm, TransformersChatModel):
         raise ValueError(f"--model {args.model!r} is not a local model: a server loads it by its own name")

