@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from searchain_graph.ir.readers import DEFAULT_READER
+from searchain_graph.llms.onnx_genai import BACKENDS
 
 
 def add_calibrate_parser(sub: Any) -> None:
@@ -57,9 +58,7 @@ def add_calibrate_parser(sub: Any) -> None:
     cal.add_argument("--unsolved", type=float, default=0.2, help="share of nodes marked unsolved (default 0.2)")
     cal.add_argument("--seed", type=int, default=0)
     cal.add_argument("--model", default=None, help="the chat model of the llm reader, as for `searchain ask`")
-    cal.add_argument(
-        "--llm-backend", default=None, choices=("torch", "onnx-int4", "onnx-int8", "onnx-fp32"), help="as for ask"
-    )
+    cal.add_argument("--llm-backend", default=None, choices=BACKENDS, help="as for ask")
     cal.add_argument("--out", default=None, metavar="FILE", help="also write the Markdown table here")
     cal.add_argument("--no-save", action="store_true", help="print the choice, do not save it")
     cal.add_argument(

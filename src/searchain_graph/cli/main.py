@@ -25,6 +25,7 @@ from searchain_graph.cli.calibrate import add_calibrate_parser, run_calibrate
 from searchain_graph.cli.commands import run_ask, run_eval, run_index, run_report
 from searchain_graph.cli.serve import run_model_dir, run_serve, run_serve_index
 from searchain_graph.ir.readers import DEFAULT_READER
+from searchain_graph.llms.onnx_genai import BACKENDS
 from searchain_graph.llms.servers import describe_llm_failure
 from searchain_graph.method.context import TASKS
 
@@ -104,7 +105,7 @@ def _add_llm_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--llm-backend",
         default=None,
-        choices=("torch", "onnx-int4", "onnx-int8", "onnx-fp32"),
+        choices=BACKENDS,
         help="local models: torch (fp32, the reference) or ONNX Runtime GenAI with int4, int8 or fp32 weights "
         "(converted once, cached); default onnx-int4 (the file's own blocks) for the packaged models and SmolLM2, "
         "torch for others",

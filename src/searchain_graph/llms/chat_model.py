@@ -32,7 +32,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -43,6 +43,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.llms.onnx_genai import Backend
 from searchain_graph.llms.packaged import PACKAGED_MODELS, packaged_gguf
 from searchain_graph.llms.sampling import generate_one, repeats_at_end, trim_logprobs
 from searchain_graph.llms.servers import openai_chat_model
@@ -93,8 +94,9 @@ class TransformersChatModel(BaseChatModel):
             times in a row (a small model's loop; :mod:`~searchain_graph.llms.sampling`); 0 or 1: never.
             Calls may pass ``temperature`` (> 0 samples, top-k 40) and ``seed``; the default is greedy.
         backend: ``"torch"`` (the fp32 reference: transformers in PyTorch, with the continuous
-            batching of ``max_batch_size``; the default here) or ``"onnx-int4"`` / ``"onnx-int8"`` /
-            ``"onnx-fp32"``: ONNX Runtime GenAI (:mod:`searchain_graph.llms.onnx_genai`), converted
+            batching of ``max_batch_size``; the default here) or ``"onnx-int4"`` (a GGUF file's own
+            blocks) / ``"onnx-int4-requantised"`` / ``"onnx-int8"`` / ``"onnx-fp32"``: ONNX Runtime
+            GenAI (:mod:`searchain_graph.llms.onnx_genai`), converted
             once and cached, with 4-bit weights and kept prompt prefixes; concurrent calls take
             turns there. :meth:`from_smollm2`, the offline model, defaults to ``"onnx-int4"``.
 
@@ -115,7 +117,7 @@ class TransformersChatModel(BaseChatModel):
     stop_repeats: int = Field(default=3, ge=0)
     model_name: str = Field(default="")
 
-    backend: Literal["torch", "onnx-int4", "onnx-int8", "onnx-fp32"] = "torch"
+    backend: Backend = "torch"
 
     _model: Any = PrivateAttr(default=None)
     _genai: Any = PrivateAttr(default=None)
@@ -345,7 +347,7 @@ def load_chat_model(
     *,
     max_new_tokens: int | None = None,
     max_batch_size: int = 1,
-    backend: Literal["torch", "onnx-int4", "onnx-int8", "onnx-fp32"] | None = None,
+    backend: Backend | None = None,
     timeout: float | None = None,
 ) -> BaseChatModel:
     """Build the chat model named by ``spec`` (see the module docstring for the choices).
@@ -361,8 +363,8 @@ def load_chat_model(
         max_batch_size: Local models: calls decoded together when made concurrently (a
             server's requests); see :class:`TransformersChatModel`.
         backend: Local models: ``"torch"`` (fp32, the reference) or ONNX Runtime GenAI
-            (``"onnx-int4"``, ``"onnx-int8"``, ``"onnx-fp32"``); ``None``: ``"onnx-int4"`` for the
-            packaged models and SmolLM2, ``"torch"`` for other local models. See
+            (``"onnx-int4"``, ``"onnx-int4-requantised"``, ``"onnx-int8"``, ``"onnx-fp32"``); ``None``:
+            ``"onnx-int4"`` for the packaged models and SmolLM2, ``"torch"`` for other local models. See
             :class:`TransformersChatModel`. Remote models ignore it.
         timeout: ``openai:`` models: seconds per request (see
             :func:`~searchain_graph.llms.servers.openai_chat_model`).

@@ -53,6 +53,10 @@ _PROJECTIONS = {
 }
 
 
+LAYOUT_VERSION = 2
+"""Changes whenever :func:`write_blocks` writes another graph, so that cached models are rebuilt."""
+
+
 class NotExactError(ValueError):
     """The checkpoint or the built model is not laid out as this module can write exactly."""
 
@@ -263,6 +267,50 @@ def _keep_used(graph: Any, nodes: list[Any], added: list[Any]) -> None:
     graph.initializer.extend(kept)
 
 
+def _embedding_lookup(blocks: Blocks, ids: str, out: str) -> tuple[list[Any], list[Any]]:
+    """Nodes and tables that look rows up in ``blocks`` and dequantise them: ``ids [b, s] -> out [b, s, hidden]``."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    name = "/model/embed_tokens/gguf"
+    tables = [numpy_helper.from_array(blocks.packed(), f"{name}/q"), numpy_helper.from_array(blocks.scale, f"{name}/s")]
+    if blocks.rest is not None:
+        tables.append(numpy_helper.from_array(blocks.rest, f"{name}/rest"))
+    consts: dict[str, np.ndarray] = {
+        "zero": np.array(2 ** (blocks.bits - 1), np.float32),
+        "last": np.array([-1], np.int64),
+        "shape": np.array([0, 0, -1], np.int64),
+        "block": np.array([0, 0, 0, -1], np.int64),
+        "four": np.array(4, np.uint8),
+        "low": np.array(15, np.uint8),
+    }
+    tables += [numpy_helper.from_array(v, f"{name}/{k}") for k, v in consts.items()]
+    n = [helper.make_node("Gather", [t.name, ids], [f"{t.name}/rows"], name=f"{t.name}/Gather") for t in tables[:3]]
+    q = f"{name}/q/rows"
+    if blocks.bits == 4:  # a byte holds two neighbours, the first in its low nibble
+        halves = []
+        for half, op, arg in (("lo", "BitwiseAnd", "low"), ("hi", "BitShift", "four")):
+            extra = {"direction": "RIGHT"} if op == "BitShift" else {}
+            n.append(helper.make_node(op, [q, f"{name}/{arg}"], [f"{name}/{half}"], name=f"{name}/{half}", **extra))
+            n.append(helper.make_node("Unsqueeze", [f"{name}/{half}", f"{name}/last"], [f"{name}/{half}1"]))
+            halves.append(f"{name}/{half}1")
+        n.append(helper.make_node("Concat", halves, [f"{name}/pairs"], name=f"{name}/pairs", axis=-1))
+        n.append(helper.make_node("Reshape", [f"{name}/pairs", f"{name}/block"], [f"{name}/q4"], name=f"{name}/q4"))
+        q = f"{name}/q4"
+    n.append(helper.make_node("Cast", [q], [f"{name}/qf"], name=f"{name}/qf", to=TensorProto.FLOAT))
+    n.append(helper.make_node("Sub", [f"{name}/qf", f"{name}/zero"], [f"{name}/centred"], name=f"{name}/centred"))
+    n.append(helper.make_node("Unsqueeze", [f"{name}/s/rows", f"{name}/last"], [f"{name}/s1"], name=f"{name}/s1"))
+    n.append(helper.make_node("Mul", [f"{name}/centred", f"{name}/s1"], [f"{name}/w"], name=f"{name}/w"))
+    w = f"{name}/w"
+    if blocks.rest is not None:
+        n.append(
+            helper.make_node("Unsqueeze", [f"{name}/rest/rows", f"{name}/last"], [f"{name}/r1"], name=f"{name}/r1")
+        )
+        n.append(helper.make_node("Add", [w, f"{name}/r1"], [f"{name}/wr"], name=f"{name}/wr"))
+        w = f"{name}/wr"
+    n.append(helper.make_node("Reshape", [w, f"{name}/shape"], [out], name=f"{name}/Reshape"))
+    return n, tables
+
+
 def write_blocks(model_dir: Path, source: BlockSource, layout: Layout) -> None:
     """Rewrite ``model_dir/model.onnx`` (built in fp32, one ``MatMul`` per projection) with the GGUF's blocks.
 
@@ -284,11 +332,12 @@ def write_blocks(model_dir: Path, source: BlockSource, layout: Layout) -> None:
     written = 0
     for node in model.graph.node:
         if node.op_type == "Gather" and node.name == "/model/embed_tokens/Gather":
-            # A table of its own (a tied model's lookup read the output layer's weights, transposed).
-            values = decode(embedding, "token_embd.weight").dequantize()
-            table = numpy_helper.from_array(values, "model.embed_tokens.gguf")
-            added.append(table)
-            node.input[0] = table.name
+            # The lookup reads the file's blocks of each token's row and dequantises that row only
+            # (a tied model's lookup read the output layer's weights, transposed, before).
+            lookup, tables = _embedding_lookup(decode(embedding, "token_embd.weight"), node.input[1], node.output[0])
+            nodes += lookup
+            added += tables
+            continue
         tensor = _tensor_of(node.name) if node.op_type == "MatMul" and node.input[1] in inits else None
         if tensor is None:
             nodes.append(node)

@@ -28,21 +28,37 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
-from searchain_graph.llms.gguf_blocks import Layout, NotExactError, gguf_architecture, gguf_source, write_blocks
+from searchain_graph.llms.gguf_blocks import (
+    LAYOUT_VERSION,
+    Layout,
+    NotExactError,
+    gguf_architecture,
+    gguf_source,
+    write_blocks,
+)
 from searchain_graph.llms.hub import ModelNotFoundError
 from searchain_graph.llms.sampling import sample_token
 from searchain_graph.llms.weights import cache_root, content_key, dequantized_dir, load_transformers, save_dequantized
 
 logger = logging.getLogger(__name__)
 
+Backend = Literal["torch", "onnx-int4", "onnx-int4-requantised", "onnx-int8", "onnx-fp32"]
+"""How a local model runs: ``torch`` (fp32 in transformers, the reference) or ONNX Runtime GenAI.
+
+``onnx-int4`` is a GGUF file's own blocks where it has them (:mod:`~searchain_graph.llms.gguf_blocks`),
+the builder's int4 otherwise; ``onnx-int4-requantised`` is always the builder's int4, quantised again
+from the dequantised weights (faster, further from the file's weights)."""
+BACKENDS: tuple[str, ...] = get_args(Backend)
+
 GENAI_PRECISIONS: dict[str, list[str]] = {
     # int4 weights in blocks of 32, int8 activations in the products (accuracy level 4), and logits
     # for the last prompt position only during prefill.
     "int4": ["-p", "int4", "--extra_options", "int4_accuracy_level=4", "prune_lm_head=true"],
+    "int4-requantised": ["-p", "int4", "--extra_options", "int4_accuracy_level=4", "prune_lm_head=true"],
     "int8": ["-p", "int8", "--extra_options", "prune_lm_head=true"],
     # A GGUF source: fp32 with one MatMul per projection, into which gguf_blocks.write_blocks puts
     # the file's own blocks (4- and 8-bit MatMulNBits, int8 activations).
@@ -330,16 +346,13 @@ def load_genai(model_path: str, gguf_file: str | None, precision: str) -> tuple[
         gguf_path = Path(model_path) / gguf_file
         config = json.loads((source / "config.json").read_text(encoding="utf-8"))
         heads = int(config["num_attention_heads"])
-        layout = Layout(
-            heads=heads,
-            kv_heads=int(config.get("num_key_value_heads") or heads),
-            permuted=gguf_architecture(gguf_path) == "llama",
-        )
+        kv_heads = int(config.get("num_key_value_heads") or heads)
 
-        def exact(model_dir: Path) -> None:
-            write_blocks(model_dir, gguf_source(gguf_path), layout)
+        def exact(model_dir: Path) -> None:  # runs only when the model is built
+            permuted = gguf_architecture(gguf_path) == "llama"
+            write_blocks(model_dir, gguf_source(gguf_path), Layout(heads=heads, kv_heads=kv_heads, permuted=permuted))
 
-        exact_dir = cache_root() / "onnx" / f"{source.name}-gguf-blocks-{key}"
+        exact_dir = cache_root() / "onnx" / f"{source.name}-gguf-blocks-v{LAYOUT_VERSION}-{key}"
         refused = exact_dir.with_name(exact_dir.name + ".not-exact")
         try:
             if not refused.is_file():
