@@ -187,7 +187,7 @@ def test_the_written_model_follows_the_gguf_weights(
     config = model.config
     layout = Layout(heads=config.num_attention_heads, kv_heads=config.num_key_value_heads, permuted=permuted)
     built = build_genai_model(
-        tmp_path / "hf", tmp_path / "onnx", precision="int4-gguf",
+        tmp_path / "hf", tmp_path / "onnx", precision="gguf-blocks",
         transform=lambda d: write_blocks(d, tensors.get, layout),
     )  # fmt: skip
     error = forced_error(built, model)
@@ -203,7 +203,7 @@ def test_a_missing_tensor_is_refused_and_nothing_is_left(tiny_llm_dir: Path, tmp
     target = tmp_path / "onnx"
     with pytest.raises(NotExactError, match=r"blk\.1\.ffn_up\.weight"):
         build_genai_model(
-            tmp_path / "hf", target, precision="int4-gguf",
+            tmp_path / "hf", target, precision="gguf-blocks",
             transform=lambda d: write_blocks(d, tensors.get, Layout(heads=2, kv_heads=2)),
         )  # fmt: skip
     assert not target.exists() and [p.name for p in tmp_path.iterdir()] == ["hf"]

@@ -196,12 +196,7 @@ def gguf_source(path: Path) -> BlockSource:
 
     def get(name: str) -> RawTensor | None:
         t = tensors.get(name)
-        if t is None:
-            return None
-        data = np.asarray(t.data)
-        if t.tensor_type.name in ("F32", "F16"):  # plain floats: one row per output feature
-            data = data.reshape(-1, int(t.shape[0]))
-        return data, t.tensor_type.name
+        return None if t is None else (np.asarray(t.data), t.tensor_type.name)
 
     return get
 

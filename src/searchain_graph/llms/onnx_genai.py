@@ -54,15 +54,17 @@ the builder's int4 otherwise; ``onnx-int4-requantised`` is always the builder's 
 from the dequantised weights (faster, further from the file's weights)."""
 BACKENDS: tuple[str, ...] = get_args(Backend)
 
+# int4 weights in blocks of 32, int8 activations in the products (accuracy level 4), and logits for
+# the last prompt position only during prefill.
+_BUILDER_INT4 = ["-p", "int4", "--extra_options", "int4_accuracy_level=4", "prune_lm_head=true"]
+
 GENAI_PRECISIONS: dict[str, list[str]] = {
-    # int4 weights in blocks of 32, int8 activations in the products (accuracy level 4), and logits
-    # for the last prompt position only during prefill.
-    "int4": ["-p", "int4", "--extra_options", "int4_accuracy_level=4", "prune_lm_head=true"],
-    "int4-requantised": ["-p", "int4", "--extra_options", "int4_accuracy_level=4", "prune_lm_head=true"],
+    "int4": _BUILDER_INT4,  # a GGUF source gets its own blocks instead ("gguf-blocks"), when it can
+    "int4-requantised": _BUILDER_INT4,
     "int8": ["-p", "int8", "--extra_options", "prune_lm_head=true"],
     # A GGUF source: fp32 with one MatMul per projection, into which gguf_blocks.write_blocks puts
     # the file's own blocks (4- and 8-bit MatMulNBits, int8 activations).
-    "int4-gguf": ["-p", "fp32", "--extra_options", "prune_lm_head=true", "disable_qkv_fusion=true"],
+    "gguf-blocks": ["-p", "fp32", "--extra_options", "prune_lm_head=true", "disable_qkv_fusion=true"],
     "fp32": ["-p", "fp32", "--extra_options", "prune_lm_head=true"],
 }
 """The precisions :func:`build_genai_model` offers, with the builder's options for each."""
@@ -356,7 +358,7 @@ def load_genai(model_path: str, gguf_file: str | None, precision: str) -> tuple[
         refused = exact_dir.with_name(exact_dir.name + ".not-exact")
         try:
             if not refused.is_file():
-                target = build_genai_model(source, exact_dir, precision="int4-gguf", transform=exact)
+                target = build_genai_model(source, exact_dir, precision="gguf-blocks", transform=exact)
         except NotExactError as exc:
             logger.info("%s: quantising the dequantised weights to int4 again (%s)", gguf_path.name, exc)
             refused.write_text(f"{exc}\n", encoding="utf-8")  # do not try again at every load
