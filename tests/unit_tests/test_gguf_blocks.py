@@ -192,8 +192,9 @@ def test_the_written_model_follows_the_gguf_weights(
     )  # fmt: skip
     error = forced_error(built, model)
     assert error < 0.05, error  # the weights are the GGUF's; only the int8 activations differ
-    again = build_genai_model(tmp_path / "hf", tmp_path / "requantised", precision="int4")
-    assert forced_error(again, model) > error  # re-quantising the same weights is further off
+    if family == "qwen2" and types is QWEN_1_5B:  # once is enough (a build costs seconds of CI)
+        again = build_genai_model(tmp_path / "hf", tmp_path / "requantised", precision="int4")
+        assert forced_error(again, model) > error  # re-quantising the same weights is further off
 
 
 def test_a_missing_tensor_is_refused_and_nothing_is_left(tiny_llm_dir: Path, tmp_path: Path) -> None:
