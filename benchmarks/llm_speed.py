@@ -118,9 +118,9 @@ class Runner:
     def ids(self, text: str | list[Any]) -> list[int]:
         from langchain_core.messages import HumanMessage
 
-        messages = [HumanMessage(text)] if isinstance(text, str) else text
-        return self.llm._encode([{"role": m.type.replace("human", "user").replace("ai", "assistant"),
-                                  "content": m.content} for m in messages])  # fmt: skip
+        from searchain_graph.llms.tool_calls import chat_messages
+
+        return self.llm._encode(chat_messages([HumanMessage(text)] if isinstance(text, str) else text))
 
     def decode(self, ids: list[int], tokens: int) -> float:
         """Tokens/s of one greedy request of exactly ``tokens`` new tokens."""

