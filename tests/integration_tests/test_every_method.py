@@ -2,7 +2,8 @@
 
 Each method of ``searchain eval`` runs through the harness on HotpotQA questions and is checked
 for what any run must satisfy: a record without an error, counted usage that fits the method (no
-retrieval for the closed-book methods, at least one LLM call each), and a report row. Not
+retrieval for the closed-book methods, no reading for those that do not read, as their records in
+:data:`~searchain_graph.evaluation.methods.METHODS` say; at least one LLM call each), and a report row. Not
 accuracy: a 135M model is a demo of the machinery.
 ``SEARCHAIN_IT_METHOD_QUESTIONS`` sets the questions per method (default 5; about six minutes on
 two CPU cores for the 17 methods).
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("SEARCHAIN_SHARED_DATA", ROOT.parent / "shared" / "data"))
 N_QUESTIONS = int(os.environ.get("SEARCHAIN_IT_METHOD_QUESTIONS", "5"))
-CLOSED_BOOK = {"searchain_no_ir", "direct", "cot", "cot_sc", "recite", "self_ask_no_ir", "least_to_most"}
+CLOSED_BOOK = {name for name, spec in METHODS.items() if not spec.retrieves}
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +66,8 @@ def test_each_method_counts_what_it_did(records: list[dict[str, Any]], method: s
         assert isinstance(record["prediction"], str) and isinstance(record["warnings"], list)
         if method in CLOSED_BOOK:
             assert usage["retrieval_calls"] == 0
+        if not METHODS[method].reads:
+            assert usage["reader_calls"] == 0
         assert record["seconds"] > 0 and record["metrics"]["cover_em"] in (0.0, 1.0)
 
 

@@ -75,17 +75,23 @@ def modules(root: Path, package: str) -> dict[str, Path]:
     return found
 
 
+def _from_base(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The absolute name of the module ``from ... import`` reads from (relative imports resolved)."""
+    base = node.module or ""
+    if node.level:
+        anchor = module.split(".")
+        anchor = anchor if is_package else anchor[:-1]
+        anchor = anchor[: len(anchor) - (node.level - 1)]
+        base = ".".join(anchor + ([base] if base else []))
+    return base
+
+
 def _imported_names(tree: ast.AST, module: str, is_package: bool) -> Iterator[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = module.split(".")
-                anchor = anchor if is_package else anchor[:-1]
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
+            base = _from_base(node, module, is_package)
             yield base
             yield from (f"{base}.{alias.name}" for alias in node.names)
 
@@ -108,6 +114,29 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
         targets = {t for t in targets if not any(o.startswith(t + ".") for o in targets)}
         graph[name] = targets - {name}
     return graph
+
+
+def private_imports(root: Path, package: str) -> list[str]:
+    """Every private name (``_x``, not a dunder) imported from a module of the package, sorted.
+
+    Each is ``"importer: from module import _x"``; relative imports are resolved and imports
+    inside functions count. A private name is its module's own business: when another module
+    needs it, it is a seam between the two and gets a public name (see
+    ``benchmarks/architecture_counts.py``).
+    """
+    found = []
+    for name, path in modules(root, package).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = _from_base(node, name, path.name == "__init__.py")
+            if base != package and not base.startswith(package + "."):
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{name}: from {base} import {alias.name}")
+    return sorted(found)
 
 
 def layer(module: str, package: str) -> int | None:
@@ -204,6 +233,31 @@ def test_the_checks_catch_a_cycle_and_an_upward_import(tmp_path: Path) -> None:
     assert upward_imports(graph, "pkg") == [
         "pkg.ir.index -> pkg (imports the top-level package)",
         "pkg.llms.hub -> pkg.method.graph (llms imports method)",
+    ]
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    found = private_imports(PACKAGE_ROOT, "searchain_graph")
+    assert not found, "private names imported across modules (make each public, or keep it in its module):\n" + (
+        "\n".join(found)
+    )
+
+
+def test_the_private_import_check_resolves_relative_imports_and_spares_dunders(tmp_path: Path) -> None:
+    root = tmp_path / "pkg"
+    (root / "ir").mkdir(parents=True)
+    (root / "__init__.py").write_text("from pkg._version import __version__\n")
+    (root / "_version.py").write_text("__version__ = '1'\n")
+    (root / "ir" / "__init__.py").write_text("from ._spans import cut\n")
+    (root / "ir" / "_spans.py").write_text("def cut(): ...\ndef _window(): ...\n")
+    (root / "ir" / "reader.py").write_text(
+        "from os import _exit\nfrom . import _spans\nfrom ._spans import _window, cut\n"
+        "def read():\n    from pkg.ir._spans import _window as w\n"
+    )
+    assert private_imports(root, "pkg") == [
+        "pkg.ir.reader: from pkg.ir import _spans",
+        "pkg.ir.reader: from pkg.ir._spans import _window",
+        "pkg.ir.reader: from pkg.ir._spans import _window",
     ]
 
 

@@ -7,13 +7,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from searchain_graph._version import __version__
 from searchain_graph.cli import main
 from searchain_graph.evaluation.datasets import DATASETS, TASKS
-from searchain_graph.evaluation.methods import METHOD_DESCRIPTIONS, METHODS
+from searchain_graph.evaluation.methods import METHODS
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = str(ROOT / "examples/data/searchain_demo.jsonl")
@@ -93,17 +94,16 @@ def test_eval_help_lists_every_method_and_dataset(capsys: pytest.CaptureFixture[
     assert exc.value.code == 0
     out = capsys.readouterr().out
     rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ") and line.split()}
-    for name in METHODS:
+    for name, spec in METHODS.items():
         assert name in rows, name
-        assert " ".join(METHOD_DESCRIPTIONS[name].split()[:3]) in rows[name]
+        assert " ".join(spec.description.split()[:3]) in rows[name]
     for name in DATASETS:
         assert name in rows, name
         assert TASKS[name] in rows[name]
 
 
 def test_every_method_has_a_description() -> None:
-    assert list(METHOD_DESCRIPTIONS) == list(METHODS)
-    assert all(text.strip() for text in METHOD_DESCRIPTIONS.values())
+    assert all(spec.name == name and spec.description.strip() for name, spec in METHODS.items())
 
 
 def test_building_the_parser_does_not_import_the_registries() -> None:
@@ -127,3 +127,54 @@ def test_the_command_starts_without_the_heavy_libraries() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_ask_serve_and_eval_load_their_stack_one_way(
+    tiny_llm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from searchain_graph.cli import commands, stack
+    from searchain_graph.cli.main import _build_parser
+
+    calls: list[dict[str, Any]] = []
+
+    def spy(args: Any, **options: Any) -> stack.Stack:
+        calls.append(options)
+        return stack.load_stack(args, **options)
+
+    monkeypatch.setattr(commands, "load_stack", spy)
+    model = ["--model", str(tiny_llm_dir), "--max-new-tokens", "4"]
+    assert main(["ask", QUESTION, "--corpus", DEMO, *model, "--quiet"]) == 0
+    served = _build_parser().parse_args(["serve", "--corpus", DEMO, *model, "--batch-size", "2"])
+    said: list[str] = []
+    _, about = commands.build_graph(served, said.append, max_batch_size=served.batch_size)
+    assert about.startswith(f"LLM {tiny_llm_dir.name}; BM25 over ") and "reader bundled" in about
+    assert said[0].startswith("indexed ") and said[1].startswith(f"loaded {tiny_llm_dir.name} in ")
+    data = tmp_path / "hotpot.jsonl"
+    row = {"question_id": "h1", "question_text": QUESTION, "answers_objects": [{"spans": ["Toronto"]}]}
+    row["contexts"] = [{"title": "Toronto", "paragraph_text": "Toronto Coach Terminal is in Toronto."}]
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    evaluate = ["eval", "--dataset", "hotpotqa", "--data", str(data), "--methods", "direct", *model]
+    assert main([*evaluate, "--out", str(tmp_path / "r.jsonl"), "--quiet"]) == 0
+    assert [c.get("max_batch_size", 1) for c in calls] == [1, 2, 1]
+    assert [c.get("response_cache", 0) for c in calls] == [0, 0, commands.EVAL_RESPONSE_CACHE]
+    assert calls[2]["documents"] and calls[2]["load_reader_now"] is False  # the dataset's own paragraphs
+    capsys.readouterr()
+
+
+def test_load_stack_passes_the_options_when_the_model_is_built(tiny_llm_dir: Path) -> None:
+    from searchain_graph.cli.main import _build_parser
+    from searchain_graph.cli.stack import load_stack
+    from searchain_graph.llms.chat_model import TransformersChatModel
+
+    args = _build_parser().parse_args(["ask", QUESTION, "--corpus", DEMO, "--model", str(tiny_llm_dir)])
+    said: list[str] = []
+    stack = load_stack(args, say=said.append, max_batch_size=2, response_cache=8)
+    llm = stack.llm
+    assert isinstance(llm, TransformersChatModel) and stack.local
+    assert (llm.max_batch_size, llm.response_cache, llm.max_new_tokens) == (2, 8, 256)
+    assert stack.batch_engine is None and llm.batch_engine is None  # no batched call yet
+    assert stack.model_name == tiny_llm_dir.name and stack.source.startswith("BM25 over ")
+    assert len(said) == 3 and said[2].startswith("loaded the bundled reader in ")
+    args.corpus = None
+    with pytest.raises(ValueError, match="pass --index DIR or --corpus FILE"):
+        load_stack(args)

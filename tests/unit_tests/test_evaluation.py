@@ -16,6 +16,7 @@ from searchain_graph.evaluation.datasets import Example
 from searchain_graph.evaluation.harness import METHODS, parse_methods, read_records, run_evaluation
 from searchain_graph.evaluation.oracle import build_oracle_nodes, matches, read_oracle_nodes, render_sweep, sweep
 from searchain_graph.evaluation.report import render_report, write_report
+from searchain_graph.method.graph import reader_settings
 from tests.fakes import (
     CHAIN_FIXED,
     CHAIN_WRONG,
@@ -245,7 +246,7 @@ def test_oracle_chain_sweep() -> None:
     assert all(not matches(n["answer"], n["gold"]) for n in nodes if n["condition"] == "wrong")
     read_oracle_nodes(nodes, retriever(), ScriptedReader(CONFIDENT))
     assert all(n["hit"] for n in nodes)
-    rows = sweep(nodes, [0.0, 3.5, 5.0])
+    rows = sweep(nodes, [0.0, 3.5, 5.0], settings=reader_settings(ScriptedReader(CONFIDENT))[0])
     low, mid, high = rows
     # The scripted reader is right with f = 3 or 4: below θ every wrong node is repaired, above none.
     assert low["wrong_repaired"] == 1.0 and low["correct_broken"] == 0.0

@@ -20,6 +20,7 @@ from searchain_graph import (
     create_searchain_graph,
 )
 from searchain_graph.method.verdict import is_yes_no
+from searchain_graph.viz.tree import tree_view
 from tests.fakes import (
     CHAIN_FIXED,
     CHAIN_WRONG,
@@ -80,7 +81,10 @@ def test_wrong_answer_corrected_when_confident() -> None:
         "query": "Where was Kevin Drew born?",
         "kind": "correction",
     }
-    assert [c["action"] for c in out["tree"][0]["checks"]] == ["pass", "correction"]
+    # Every node's decision is recorded: node 3 was not reached once node 2 was corrected.
+    assert [c["action"] for c in out["tree"][0]["checks"]] == ["pass", "correction", "not_reached"]
+    assert out["tree"][0]["checks"][2]["reason"] == "IR stopped at node 2"
+    assert out["tree"][0]["checks"][1]["reason"] == "f > θ and g is not in the answer"
 
 
 def test_wrong_answer_kept_when_not_confident() -> None:
@@ -171,20 +175,34 @@ def test_duplicate_queries_are_skipped() -> None:
         "Where do greyhound buses in Montreal leave from?",
     ]
     assert [q for q, _ in reader.batches[1]] == ["Where do greyhound buses in Toronto leave from?"]
-    assert [c["node"] for c in out["tree"][1]["checks"]] == [3]
+    checks = out["tree"][1]["checks"]
+    assert [(c["node"], c["action"]) for c in checks] == [(1, "duplicate"), (2, "duplicate"), (3, "pass")]
+    assert [c["duplicate_of"] for c in checks[:2]] == [
+        {"round": 1, "node": 1, "query": "Who is the performer of Spirit If...?"},
+        {"round": 1, "node": 2, "query": "Where was Kevin Drew born?"},
+    ]
     assert out["usage"]["retrieval_calls"] == 4
 
 
 def test_pluggable_duplicate_matcher() -> None:
     calls: list[tuple[str, tuple[str, ...]]] = []
 
-    def same_city(query: str, processed: Sequence[str]) -> bool:
+    def same_first_word(query: str, processed: Sequence[str]) -> bool:
         calls.append((query, tuple(processed)))
-        return any(query.split()[-1] == p.split()[-1] for p in processed)
+        return any(query.split()[0] == p.split()[0] for p in processed)
 
     llm, reader = correcting_llm(), ScriptedReader(CONFIDENT)
-    build(llm, reader, is_duplicate=same_city).invoke({"question": QUESTION})
+    out = build(llm, reader, is_duplicate=same_first_word).invoke({"question": QUESTION})
     assert calls and calls[0] == ("Who is the performer of Spirit If...?", ())
+    # Node 3 ("Where do greyhound buses ...") starts like node 2 ("Where was Kevin Drew born?"): a
+    # duplicate by this rule though not by its text. The graph records which query it repeats and
+    # the tree draws that record (the text match would call the node "not reached").
+    third = out["tree"][0]["checks"][2]
+    assert third["action"] == "duplicate"
+    assert third["duplicate_of"] == {"round": 1, "node": 2, "query": "Where was Kevin Drew born?"}
+    node = tree_view(out)["branches"][0]["nodes"][2]
+    assert node["verdict"] == "duplicate" and node["label"] == "duplicate"
+    assert node["duplicate_of"]["query"] == "Where was Kevin Drew born?"
 
 
 def test_max_rounds_respected_by_a_model_that_never_converges() -> None:

@@ -162,17 +162,25 @@ def test_five_rounds_and_a_warning_show(run: dict[str, Any]) -> None:
     assert dom.find("div", id="warnings") and "max_rounds=5" in "".join(dom.text)
 
 
-def test_a_query_asked_twice_in_one_chain_is_a_duplicate() -> None:
+def test_the_tree_draws_the_recorded_verdicts_and_guesses_none() -> None:
     node = {"query": "Who is the performer of Spirit If...?", "answer": "Kevin Drew", "unsolved": False}
     check = {"node": 1, "query": node["query"], "action": "pass", "reader_answer": "x", "confidence": -3.0}
-    output = {
-        "question": "Q?",
-        "answer": "Kevin Drew",
-        "tree": [
-            {"round": 1, "parent": None, "nodes": [{**node, "index": 1}, {**node, "index": 2}], "checks": [check]}
-        ],
+    duplicate = {
+        "node": 2,
+        "query": node["query"],
+        "action": "duplicate",
+        "reason": "asked before (round 1, node 1)",
+        "duplicate_of": {"round": 1, "node": 1, "query": node["query"]},
     }
-    assert verdicts(tree_view(output)) == [["pass", "duplicate"]]
+    nodes = [{**node, "index": 1}, {**node, "index": 2}]
+    output = {"question": "Q?", "answer": "Kevin Drew", "tree": [{"round": 1, "parent": None, "nodes": nodes}]}
+    output["tree"][0]["checks"] = [check, duplicate]
+    view = tree_view(output)
+    assert verdicts(view) == [["pass", "duplicate"]]
+    assert view["branches"][0]["nodes"][1]["duplicate_of"] == duplicate["duplicate_of"]
+    # Without the graph's record the same query is not called a duplicate: the view draws, it does not judge.
+    output["tree"][0]["checks"] = [check]
+    assert verdicts(tree_view(output)) == [["pass", "not_reached"]]
 
 
 def test_an_empty_run_and_a_partial_one_render() -> None:

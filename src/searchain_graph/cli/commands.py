@@ -16,8 +16,10 @@ file (resumable JSONL records, then the Markdown report); ``searchain report`` w
 report for existing results files.
 
 Each command takes the parsed arguments of :mod:`searchain_graph.cli.main` and returns the
-exit status. Heavy modules (the method, IR, local LLMs, the evaluation) are imported inside
-the commands, so that building the parser and ``searchain --help`` stay fast.
+exit status. ``ask``, ``serve`` and ``eval`` load their LLM, retriever and reader with
+:func:`searchain_graph.cli.stack.load_stack`. Heavy modules (the method, IR, local LLMs, the
+evaluation) are imported inside the commands, so that building the parser and ``searchain
+--help`` stay fast.
 """
 
 from __future__ import annotations
@@ -31,7 +33,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from searchain_graph.cli.stack import load_stack
 from searchain_graph.method.context import normalize_task
+
+EVAL_RESPONSE_CACHE = 4096
+"""Replies a local model remembers during ``searchain eval``: SearChain and its ablations send the same first prompt."""
 
 
 def run_index(args: argparse.Namespace) -> int:
@@ -67,40 +73,27 @@ def run_eval(args: argparse.Namespace) -> int:
     from searchain_graph.evaluation.harness import run_evaluation
     from searchain_graph.evaluation.methods import parse_methods
     from searchain_graph.evaluation.report import write_report
-    from searchain_graph.ir.bm25_retriever import BM25Retriever
-    from searchain_graph.ir.index import load_index
-    from searchain_graph.ir.readers.load import load_reader
-    from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
 
     methods = parse_methods(args.methods)
     examples = load_dataset(args.dataset, args.data)
-    if args.index:
-        retriever: Any = load_index(args.index, k=1)
-    elif args.corpus:
-        retriever = BM25Retriever.from_files(args.corpus, k=1)
-    else:
+    paragraphs = None
+    if not args.index and not args.corpus:
         paragraphs = corpus_paragraphs(examples)  # the open-domain corpus: all questions' paragraphs
         if not paragraphs:
             raise ValueError(f"{args.data} carries no paragraphs: pass --index DIR or --corpus FILE")
-        retriever = BM25Retriever.from_documents(paragraphs, k=1)
     if args.limit is not None:
         examples = examples[: args.limit]
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
-    llm = load_chat_model(
-        args.model,
-        max_new_tokens=args.max_new_tokens,
+    stack = load_stack(
+        args,
         max_batch_size=args.batch_size,
-        backend=args.llm_backend,
-        timeout=args.llm_timeout,
+        response_cache=EVAL_RESPONSE_CACHE,
+        documents=paragraphs,
+        load_reader_now=False,
     )
-    local = isinstance(llm, TransformersChatModel)
-    if isinstance(llm, TransformersChatModel):
-        llm.response_cache = 4096  # SearChain and its ablations send the same first prompt
-        llm.load()
-    concurrency = args.concurrency or (args.batch_size if local else 4)
+    concurrency = args.concurrency or (args.batch_size if stack.local else 4)
     out = Path(args.out or Path("results") / f"{examples[0]['dataset'] if examples else args.dataset}.jsonl")
-    model_name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
     correct: dict[str, list[float]] = {}
     with tqdm(
         total=len(examples) * len(methods), desc="eval", unit=" runs", disable=args.quiet, file=sys.stderr
@@ -114,17 +107,17 @@ def run_eval(args: argparse.Namespace) -> int:
         summary = run_evaluation(
             examples,
             methods,
-            llm=llm,
-            retriever=retriever,
-            reader=load_reader(args.reader, llm),
+            llm=stack.llm,
+            retriever=stack.retriever,
+            reader=stack.reader,
             out_path=out,
             concurrency=concurrency,
             progress=progress,
             extra={
-                "model": str(model_name),
-                "llm_backend": getattr(llm, "backend", None),  # a local model's: torch, onnx-int4, ...
+                "model": stack.model_name,
+                "llm_backend": getattr(stack.llm, "backend", None),  # a local model's: torch, onnx-int4, ...
                 "reader": args.reader,
-                "retriever": type(retriever).__name__,
+                "retriever": type(stack.retriever).__name__,
                 "concurrency": concurrency,
             },
         )
@@ -135,7 +128,7 @@ def run_eval(args: argparse.Namespace) -> int:
         f"{summary.ran} run(s), {summary.skipped} already in {out}, {summary.errors} error(s); "
         f"report: {written[0]}" + (f" (and {pages} tree page(s) beside it)" if pages else "")
     )
-    engine = getattr(llm, "_engine", None)
+    engine = stack.batch_engine
     if engine is not None and engine.steps:
         print(
             f"batch engine: {engine.rows / engine.steps:.2f} rows per decoding step, "
@@ -193,50 +186,23 @@ def build_graph(
         checkpointer: Passed to :func:`create_searchain_graph`.
         max_batch_size: Local models: calls decoded together.
     """
-    from searchain_graph.ir.bm25_retriever import BM25Retriever
-    from searchain_graph.ir.index import load_index
-    from searchain_graph.ir.readers.load import load_reader
-    from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
     from searchain_graph.method.graph import create_searchain_graph
 
     task = normalize_task(args.task)
-    started = time.perf_counter()
-    if args.index:
-        retriever = load_index(args.index, k=1)
-        say(f"opened the index at {args.index} in {time.perf_counter() - started:.1f} s")
-        source = f"index {args.index}"
-    else:
-        retriever = BM25Retriever.from_files(args.corpus, k=1)
-        say(f"indexed {len(retriever)} passages in {time.perf_counter() - started:.1f} s")
-        source = f"BM25 over {len(retriever)} passages"
-    t0 = time.perf_counter()
-    llm = load_chat_model(
-        args.model,
-        max_new_tokens=args.max_new_tokens,
-        max_batch_size=max_batch_size,
-        backend=args.llm_backend,
-        timeout=args.llm_timeout,
-    )
-    if isinstance(llm, TransformersChatModel):
-        llm.load()
-    name = getattr(llm, "model_name", None) or type(llm).__name__
-    say(f"loaded {name} in {time.perf_counter() - t0:.1f} s")
-    t0 = time.perf_counter()
-    reader = load_reader(args.reader, llm)
-    load = getattr(reader, "load", None)
-    if callable(load):  # a reader with weights loads now, not in its first reading
-        load()
-        say(f"loaded the {args.reader.split(':')[0]} reader in {time.perf_counter() - t0:.1f} s")
+    stack = load_stack(args, say=say, max_batch_size=max_batch_size)
     graph = create_searchain_graph(
-        llm,
-        retriever,
-        reader,
+        stack.llm,
+        stack.retriever,
+        stack.reader,
         max_rounds=args.max_rounds,
         confidence_threshold=args.threshold,
         task=task,
         checkpointer=checkpointer,
     )
-    return graph, f"LLM {name}; {source}; reader {args.reader}; task {task}; at most {args.max_rounds} rounds"
+    about = (
+        f"LLM {stack.model_name}; {stack.source}; reader {args.reader}; task {task}; at most {args.max_rounds} rounds"
+    )
+    return graph, about
 
 
 def run_ask(args: argparse.Namespace) -> int:
@@ -260,7 +226,7 @@ def run_ask(args: argparse.Namespace) -> int:
         if not isinstance(chunk, dict):
             continue
         if mode == "updates":
-            line = progress_line(chunk)
+            line = progress_line(chunk, out)
             if line:
                 say(line)
         else:

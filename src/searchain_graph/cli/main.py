@@ -5,7 +5,7 @@
 ``serve`` in :mod:`searchain_graph.cli.serve`;
 ``searchain --version`` prints the installed version.
 ``searchain eval --help`` lists every method and every dataset, generated from the registries
-(:data:`searchain_graph.evaluation.methods.METHODS` and
+(the method records of :data:`searchain_graph.evaluation.methods.METHODS` and
 :data:`searchain_graph.evaluation.datasets.DATASETS`) when the help is shown, so that the
 parser itself imports neither.
 """
@@ -80,10 +80,10 @@ def _eval_epilog() -> str:
     """The methods and datasets ``searchain eval`` accepts, from their registries."""
     from searchain_graph.evaluation.datasets import ALIASES, DATASETS
     from searchain_graph.evaluation.datasets import TASKS as DATASET_TASKS
-    from searchain_graph.evaluation.methods import METHOD_DESCRIPTIONS, METHODS
+    from searchain_graph.evaluation.methods import METHODS
 
     width = shutil.get_terminal_size().columns - 2  # as argparse's own help
-    methods = [(name, METHOD_DESCRIPTIONS.get(name, "")) for name in METHODS]
+    methods = [(name, spec.description) for name, spec in METHODS.items()]
     datasets = []
     for name in DATASETS:
         aliases = [alias for alias, canonical in ALIASES.items() if canonical == name and alias != name]

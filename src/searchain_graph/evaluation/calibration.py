@@ -37,8 +37,9 @@ from langchain_core.retrievers import BaseRetriever
 
 from searchain_graph.evaluation.datasets import Example, corpus_paragraphs
 from searchain_graph.evaluation.oracle import build_oracle_nodes, read_oracle_nodes, render_sweep, sweep
-from searchain_graph.ir.readers.base import Reader
+from searchain_graph.ir.readers.base import Reader, reader_traits
 from searchain_graph.ir.readers.calibration import reader_key
+from searchain_graph.method.graph import reader_settings
 from searchain_graph.method.verdict import DEFAULT_THRESHOLD
 
 DEFAULT_MAX_BROKEN = 0.05
@@ -277,10 +278,12 @@ def calibrate(
     if not nodes:
         raise ValueError("no example has a gold decomposition with sub-answers (use MuSiQue, 2Wiki or Bamboogle)")
     seconds = time.perf_counter() - start
+    graph_settings, _ = reader_settings(reader)
     if thresholds is None:
-        extra = {DEFAULT_THRESHOLD, float(getattr(reader, "default_threshold", DEFAULT_THRESHOLD))}
+        own = reader_traits(reader).default_threshold
+        extra = {DEFAULT_THRESHOLD, DEFAULT_THRESHOLD if own is None else own}
         thresholds = threshold_grid([n.get("f") for n in nodes], extra=sorted(extra))
-    rows = sweep(nodes, sorted({float(t) for t in thresholds}))
+    rows = sweep(nodes, sorted({float(t) for t in thresholds}), settings=graph_settings)
     choice = choose_threshold(rows, max_broken=max_broken)
     settings = {
         **(source or {}),

@@ -1,9 +1,9 @@
 """One parser per dataset's native format, and the detection of a file's dataset by its fields.
 
-:data:`_PARSERS` maps each canonical dataset name to a function ``(record, where, number) ->
+:data:`PARSERS` maps each canonical dataset name to a function ``(record, where, number) ->
 Example`` that reads one record as the dataset's authors distribute it (IRCoT's processed
 layout is accepted for HotpotQA, MuSiQue and 2WikiMultihopQA, KILT's for FEVER and ELI5);
-:func:`_detect_record` names the dataset a record belongs to. The formats, and how hops,
+:func:`detect_record` names the dataset a record belongs to. The formats, and how hops,
 decompositions and identifiers are derived from them, are documented in
 :mod:`searchain_graph.evaluation.datasets`, the public API built on this module.
 
@@ -23,14 +23,14 @@ from searchain_graph.evaluation.dataset_records import (
     DatasetFormatError,
     Example,
     Step,
-    _answers,
-    _example,
-    _field,
-    _identifier,
-    _list,
-    _paragraph_objects,
-    _sentence_paragraphs,
-    _text,
+    gold_answers,
+    identifier_field,
+    list_field,
+    make_example,
+    paragraph_objects,
+    required_field,
+    sentence_paragraphs,
+    text_field,
 )
 from searchain_graph.ir.corpus import collapse_whitespace
 
@@ -48,10 +48,10 @@ _MUSIQUE_HOPS = re.compile(r"^(\d+)hop")
 
 def _ircot(dataset: str, record: Mapping[str, Any], where: str) -> Example:
     """IRCoT's processed layout, shared by its HotpotQA, MuSiQue and 2Wiki files."""
-    qid = _identifier(record, ("question_id",), where)
-    question = _text(record, "question_text", where)
+    qid = identifier_field(record, ("question_id",), where)
+    question = text_field(record, "question_text", where)
     spans: list[Any] = []
-    for n, obj in enumerate(_list(record, "answers_objects", where)):
+    for n, obj in enumerate(list_field(record, "answers_objects", where)):
         if not isinstance(obj, dict):
             raise DatasetFormatError(f"{where}: answers_objects[{n}] must be an object")
         obj_spans = obj.get("spans") or []
@@ -61,8 +61,8 @@ def _ircot(dataset: str, record: Mapping[str, Any], where: str) -> Example:
         number = obj.get("number")
         if not obj_spans and isinstance(number, (str, int, float)) and str(number).strip():
             spans.append(str(number))
-    answers = _answers("", spans, where, "answers_objects.spans")
-    paragraphs = _paragraph_objects(_list(record, "contexts", where), "contexts", where)
+    answers = gold_answers("", spans, where, "answers_objects.spans")
+    paragraphs = paragraph_objects(list_field(record, "contexts", where), "contexts", where)
     meta: dict[str, object] = {k: record[k] for k in ("type", "level") if isinstance(record.get(k), str)}
     hops: int | None = None
     if dataset == "hotpotqa":
@@ -72,19 +72,19 @@ def _ircot(dataset: str, record: Mapping[str, Any], where: str) -> Example:
         hops = int(match.group(1)) if match else None
     elif dataset == "2wikimultihopqa":
         hops = TWOWIKI_HOPS.get(str(record.get("type")))
-    return _example(dataset, qid, question, answers, hops=hops, paragraphs=paragraphs, meta=meta)
+    return make_example(dataset, qid, question, answers, hops=hops, paragraphs=paragraphs, meta=meta)
 
 
 def _hotpotqa(record: Mapping[str, Any], where: str, number: int) -> Example:
     if "question_text" in record:
         return _ircot("hotpotqa", record, where)
-    qid = _identifier(record, ("_id", "id"), where)
-    question = _text(record, "question", where)
-    answers = _answers(_text(record, "answer", where), [], where, "answer")
-    paragraphs = _sentence_paragraphs(record, where)
+    qid = identifier_field(record, ("_id", "id"), where)
+    question = text_field(record, "question", where)
+    answers = gold_answers(text_field(record, "answer", where), [], where, "answer")
+    paragraphs = sentence_paragraphs(record, where)
     meta: dict[str, object] = {k: record[k] for k in ("type", "level") if isinstance(record.get(k), str)}
     meta["supporting_facts"] = record.get("supporting_facts") or []
-    return _example("hotpotqa", qid, question, answers, hops=2, paragraphs=paragraphs, meta=meta)
+    return make_example("hotpotqa", qid, question, answers, hops=2, paragraphs=paragraphs, meta=meta)
 
 
 def _resolve_references(question: str, answers: list[str], step: int, where: str) -> str:
@@ -104,22 +104,22 @@ def _resolve_references(question: str, answers: list[str], step: int, where: str
 def _musique(record: Mapping[str, Any], where: str, number: int) -> Example:
     if "question_text" in record:
         return _ircot("musique", record, where)
-    qid = _identifier(record, ("id",), where)
-    question = _text(record, "question", where)
+    qid = identifier_field(record, ("id",), where)
+    question = text_field(record, "question", where)
     aliases = record.get("answer_aliases") or []
     if not isinstance(aliases, list):
         raise DatasetFormatError(f"{where}: field 'answer_aliases' must be a list")
-    answers = _answers(_text(record, "answer", where), aliases, where, "answer_aliases")
-    paragraphs = _paragraph_objects(_list(record, "paragraphs", where), "paragraphs", where)
+    answers = gold_answers(text_field(record, "answer", where), aliases, where, "answer_aliases")
+    paragraphs = paragraph_objects(list_field(record, "paragraphs", where), "paragraphs", where)
     steps: list[Step] = []
     raw: list[str] = []
     support: list[object] = []
-    for n, item in enumerate(_list(record, "question_decomposition", where)):
+    for n, item in enumerate(list_field(record, "question_decomposition", where)):
         if not isinstance(item, dict):
             raise DatasetFormatError(f"{where}: question_decomposition[{n}] must be an object")
         sub_where = f"{where}: question_decomposition[{n}]"
-        sub_question = _text(item, "question", sub_where)
-        sub_answer = _text(item, "answer", sub_where)
+        sub_question = text_field(item, "question", sub_where)
+        sub_answer = text_field(item, "answer", sub_where)
         raw.append(sub_question)
         support.append(item.get("paragraph_support_idx"))
         resolved = _resolve_references(sub_question, [s["answer"] for s in steps], n + 1, where)
@@ -127,7 +127,7 @@ def _musique(record: Mapping[str, Any], where: str, number: int) -> Example:
     meta: dict[str, object] = {"raw_decomposition": raw, "paragraph_support_idx": support}
     if isinstance(record.get("answerable"), bool):
         meta["answerable"] = record["answerable"]
-    return _example(
+    return make_example(
         "musique",
         qid,
         question,
@@ -142,10 +142,10 @@ def _musique(record: Mapping[str, Any], where: str, number: int) -> Example:
 def _twowiki(record: Mapping[str, Any], where: str, number: int) -> Example:
     if "question_text" in record:
         return _ircot("2wikimultihopqa", record, where)
-    qid = _identifier(record, ("_id", "id"), where)
-    question = _text(record, "question", where)
-    answers = _answers(_text(record, "answer", where), [], where, "answer")
-    paragraphs = _sentence_paragraphs(record, where)
+    qid = identifier_field(record, ("_id", "id"), where)
+    question = text_field(record, "question", where)
+    answers = gold_answers(text_field(record, "answer", where), [], where, "answer")
+    paragraphs = sentence_paragraphs(record, where)
     kind = record.get("type")
     evidences = record.get("evidences") or []
     if not isinstance(evidences, list):
@@ -157,7 +157,7 @@ def _twowiki(record: Mapping[str, Any], where: str, number: int) -> Example:
     if isinstance(kind, str):
         meta["type"] = kind
     steps = _evidence_steps(evidences)
-    return _example(
+    return make_example(
         "2wikimultihopqa",
         qid,
         question,
@@ -208,14 +208,14 @@ def _evidence_paragraphs(evidence: Any) -> list[str]:
 
 
 def _strategyqa(record: Mapping[str, Any], where: str, number: int) -> Example:
-    qid = _identifier(record, ("qid", "id"), where)
-    question = _text(record, "question", where)
-    answer = _field(record, "answer", where)
+    qid = identifier_field(record, ("qid", "id"), where)
+    question = text_field(record, "question", where)
+    answer = required_field(record, "answer", where)
     if not isinstance(answer, bool):
         raise DatasetFormatError(f"{where}: field 'answer' must be true or false, got {answer!r}")
     steps: list[Step] | None = None
     if record.get("decomposition") is not None:
-        raw = _list(record, "decomposition", where)
+        raw = list_field(record, "decomposition", where)
         if not all(isinstance(s, str) and s.strip() for s in raw):
             raise DatasetFormatError(f"{where}: field 'decomposition' must be a list of non-empty strings")
         steps = [{"question": collapse_whitespace(s), "answer": ""} for s in raw] or None
@@ -225,7 +225,7 @@ def _strategyqa(record: Mapping[str, Any], where: str, number: int) -> Example:
         meta["facts"] = [collapse_whitespace(str(f)) for f in facts]
     if "evidence" in record:
         meta["evidence_paragraphs"] = _evidence_paragraphs(record["evidence"])
-    return _example(
+    return make_example(
         "strategyqa",
         qid,
         question,
@@ -244,11 +244,11 @@ def _fever_label(value: Any, where: str, key: str) -> str:
 
 
 def _fever(record: Mapping[str, Any], where: str, number: int) -> Example:
-    qid = _identifier(record, ("id",), where)
+    qid = identifier_field(record, ("id",), where)
     meta: dict[str, object] = {}
     if "claim" in record or "input" not in record:
-        claim = _text(record, "claim", where)
-        label = _fever_label(_field(record, "label", where), where, "field 'label'")
+        claim = text_field(record, "claim", where)
+        label = _fever_label(required_field(record, "label", where), where, "field 'label'")
         pages: list[str] = []
         evidence = record.get("evidence")
         for group in evidence if isinstance(evidence, list) else []:
@@ -259,38 +259,38 @@ def _fever(record: Mapping[str, Any], where: str, number: int) -> Example:
         if isinstance(record.get("verifiable"), str):
             meta["verifiable"] = record["verifiable"]
     else:  # KILT
-        claim = _text(record, "input", where)
-        labels = [o.get("answer") for o in _list(record, "output", where) if isinstance(o, dict) and "answer" in o]
+        claim = text_field(record, "input", where)
+        labels = [o.get("answer") for o in list_field(record, "output", where) if isinstance(o, dict) and "answer" in o]
         if not labels:
             raise DatasetFormatError(f"{where}: no 'answer' in field 'output'")
         label = _fever_label(labels[0], where, "output[0].answer")
-    return _example("fever", qid, claim, [label], hops=None, meta=meta)
+    return make_example("fever", qid, claim, [label], hops=None, meta=meta)
 
 
 def _eli5(record: Mapping[str, Any], where: str, number: int) -> Example:
     meta: dict[str, object] = {}
     if "input" in record:  # KILT
-        qid = _identifier(record, ("id",), where)
-        question = _text(record, "input", where)
-        output = _list(record, "output", where)
+        qid = identifier_field(record, ("id",), where)
+        question = text_field(record, "input", where)
+        output = list_field(record, "output", where)
         for n, item in enumerate(output):
             if not isinstance(item, dict):
                 raise DatasetFormatError(f"{where}: output[{n}] must be an object")
         references = [item["answer"] for item in output if "answer" in item]
-        answers = _answers("", references, where, "output.answer")
+        answers = gold_answers("", references, where, "output.answer")
     else:  # Hugging Face eli5
-        qid = _identifier(record, ("q_id", "id"), where)
-        question = _text(record, "title", where)
-        block = _field(record, "answers", where)
+        qid = identifier_field(record, ("q_id", "id"), where)
+        question = text_field(record, "title", where)
+        block = required_field(record, "answers", where)
         if not isinstance(block, dict) or not isinstance(block.get("text"), list):
             raise DatasetFormatError(f"{where}: field 'answers' must be an object with a list 'text'")
-        answers = _answers("", block["text"], where, "answers.text")
+        answers = gold_answers("", block["text"], where, "answers.text")
         selftext = record.get("selftext")
         if isinstance(selftext, str) and selftext.strip():
             meta["selftext"] = collapse_whitespace(selftext)
         if isinstance(record.get("subreddit"), str):
             meta["subreddit"] = record["subreddit"]
-    return _example("eli5", qid, question, answers, hops=None, meta=meta)
+    return make_example("eli5", qid, question, answers, hops=None, meta=meta)
 
 
 def _step_answers(record: Mapping[str, Any], key: str, where: str) -> list[str]:
@@ -304,9 +304,9 @@ def _step_answers(record: Mapping[str, Any], key: str, where: str) -> list[str]:
 
 
 def _bamboogle(record: Mapping[str, Any], where: str, number: int) -> Example:
-    qid = _identifier(record, ("id", "qid"), where, fallback=f"bamboogle-{number}")
-    question = _text(record, "Question", where)
-    answers = _answers(_text(record, "Answer", where), [], where, "Answer")
+    qid = identifier_field(record, ("id", "qid"), where, fallback=f"bamboogle-{number}")
+    question = text_field(record, "Question", where)
+    answers = gold_answers(text_field(record, "Answer", where), [], where, "Answer")
     steps: list[Step] = []
     step_answers: list[list[str]] = []
     for k in (1, 2):
@@ -319,10 +319,10 @@ def _bamboogle(record: Mapping[str, Any], where: str, number: int) -> Example:
         steps.append({"question": collapse_whitespace(sub_question), "answer": sub_answers[0] if sub_answers else ""})
         step_answers.append(sub_answers)
     meta: dict[str, object] = {"step_answers": step_answers} if steps else {}
-    return _example("bamboogle", qid, question, answers, hops=2, decomposition=steps or None, meta=meta)
+    return make_example("bamboogle", qid, question, answers, hops=2, decomposition=steps or None, meta=meta)
 
 
-_PARSERS: dict[str, Callable[[Mapping[str, Any], str, int], Example]] = {
+PARSERS: dict[str, Callable[[Mapping[str, Any], str, int], Example]] = {
     "hotpotqa": _hotpotqa,
     "musique": _musique,
     "2wikimultihopqa": _twowiki,
@@ -331,13 +331,25 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any], str, int], Example]] = {
     "eli5": _eli5,
     "bamboogle": _bamboogle,
 }
+"""Each canonical dataset name's parser: ``(record, where, number) -> Example``.
+
+``where`` names the record in error messages and ``number`` is its position in the file from
+1 (Bamboogle's ids are made from it); a parser raises :class:`DatasetFormatError`.
+"""
 
 
 # --- detection ---------------------------------------------------------------------------------
 
 
-def _detect_record(record: Mapping[str, Any]) -> str | None:
-    """The canonical name of the dataset whose native format ``record`` is in, or ``None``."""
+def detect_record(record: Mapping[str, Any]) -> str | None:
+    """The canonical name of the dataset whose native format ``record`` is in, or ``None``.
+
+    Args:
+        record: One record of a dataset file (the first, for :func:`~.datasets.detect_dataset`).
+
+    Returns:
+        A key of :data:`PARSERS`, judged by the record's fields; ``None`` when they match no dataset.
+    """
     keys = set(record)
     if "question_text" in keys and "contexts" in keys:
         qid = str(record.get("question_id", ""))

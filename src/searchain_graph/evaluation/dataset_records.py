@@ -3,16 +3,18 @@
 The low layer of the dataset loaders: :mod:`~searchain_graph.evaluation.dataset_formats` parses
 each dataset's native records with these helpers, and :mod:`~searchain_graph.evaluation.datasets`
 (the public API, which re-exports the types, :data:`DATASETS`, :data:`TASKS` and
-:class:`DatasetFormatError`) iterates over files with :func:`_records`. This module imports
+:class:`DatasetFormatError`) iterates over files with :func:`iter_records`. This module imports
 neither of them.
 
 * Types: :class:`Paragraph`, :class:`Step`, :class:`Example`; the registry :data:`DATASETS`
   and :data:`TASKS`; :class:`DatasetFormatError`.
-* Reading: :func:`_records` yields ``(record, where, number)`` from a JSON array, JSONL or CSV
+* Reading: :func:`iter_records` yields ``(record, where, number)`` from a JSON array, JSONL or CSV
   file, ``where`` naming the file and line (or record) for error messages.
-* Field checks: :func:`_text`, :func:`_list`, :func:`_identifier`, :func:`_answers` and the
-  paragraph readers raise :class:`DatasetFormatError` naming the record and field; text is
-  whitespace-collapsed by :mod:`searchain_graph.ir.corpus`'s own ``collapse_whitespace``.
+* Field checks: :func:`required_field`, :func:`text_field`, :func:`list_field`,
+  :func:`identifier_field`, :func:`gold_answers` and the paragraph readers
+  (:func:`paragraph_objects`, :func:`sentence_paragraphs`) raise :class:`DatasetFormatError`
+  naming the record and field; text is whitespace-collapsed by :mod:`searchain_graph.ir.corpus`'s
+  own ``collapse_whitespace``. :func:`make_example` builds the :class:`Example`.
 """
 
 from __future__ import annotations
@@ -76,10 +78,21 @@ class DatasetFormatError(ValueError):
 # --- reading records ---------------------------------------------------------------------------
 
 
-def _records(path: Path) -> Iterator[tuple[Any, str, int]]:
+def iter_records(path: Path) -> Iterator[tuple[Any, str, int]]:
     """Yield ``(record, where, number)`` with ``number`` the record's position from 1.
 
     ``where`` is ``path:line`` for JSONL and CSV, ``path: record N`` for a JSON array.
+
+    Args:
+        path: A JSON array, JSONL or (by its ``.csv`` suffix) CSV file.
+
+    Yields:
+        Each record (a CSV row as a dict of its header's fields, blank rows skipped), where
+        it is, and its number.
+
+    Raises:
+        DatasetFormatError: a JSON(L) file is not valid UTF-8 or JSON, or a CSV row has more fields
+            than the header.
     """
     if path.suffix.lower() == ".csv":
         yield from _csv_records(path)
@@ -104,14 +117,34 @@ def _csv_records(path: Path) -> Iterator[tuple[Any, str, int]]:
 # --- field access ------------------------------------------------------------------------------
 
 
-def _field(record: Mapping[str, Any], key: str, where: str) -> Any:
+def required_field(record: Mapping[str, Any], key: str, where: str) -> Any:
+    """The value of ``record[key]``, whatever its type.
+
+    Args:
+        record: One record of a dataset file.
+        key: The field.
+        where: The record's place, for the error message.
+
+    Raises:
+        DatasetFormatError: the field is missing or ``null``.
+    """
     if key not in record or record[key] is None:
         raise DatasetFormatError(f"{where}: missing field {key!r}")
     return record[key]
 
 
-def _text(record: Mapping[str, Any], key: str, where: str) -> str:
-    value = _field(record, key, where)
+def text_field(record: Mapping[str, Any], key: str, where: str) -> str:
+    """The string ``record[key]``, whitespace-collapsed.
+
+    Args:
+        record: One record of a dataset file.
+        key: The field.
+        where: The record's place, for the error message.
+
+    Raises:
+        DatasetFormatError: the field is missing, not a string, or blank.
+    """
+    value = required_field(record, key, where)
     if not isinstance(value, str):
         raise DatasetFormatError(f"{where}: field {key!r} must be a string, got {type(value).__name__}")
     value = collapse_whitespace(value)
@@ -120,14 +153,36 @@ def _text(record: Mapping[str, Any], key: str, where: str) -> str:
     return value
 
 
-def _list(record: Mapping[str, Any], key: str, where: str) -> list[Any]:
-    value = _field(record, key, where)
+def list_field(record: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    """The list ``record[key]`` (its items unchecked).
+
+    Args:
+        record: One record of a dataset file.
+        key: The field.
+        where: The record's place, for the error message.
+
+    Raises:
+        DatasetFormatError: the field is missing or not a list.
+    """
+    value = required_field(record, key, where)
     if not isinstance(value, list):
         raise DatasetFormatError(f"{where}: field {key!r} must be a list, got {type(value).__name__}")
     return value
 
 
-def _identifier(record: Mapping[str, Any], keys: tuple[str, ...], where: str, fallback: str | None = None) -> str:
+def identifier_field(record: Mapping[str, Any], keys: tuple[str, ...], where: str, fallback: str | None = None) -> str:
+    """The question id: the first of ``keys`` the record has, as a stripped string.
+
+    Args:
+        record: One record of a dataset file.
+        keys: The fields that may hold the id, in order of preference.
+        where: The record's place, for the error message.
+        fallback: The id when the record has none of ``keys`` (``None``: that is an error).
+
+    Raises:
+        DatasetFormatError: the id is not a non-empty string or integer, or is missing
+            and there is no ``fallback``.
+    """
     for key in keys:
         value = record.get(key)
         if value is None:
@@ -140,8 +195,18 @@ def _identifier(record: Mapping[str, Any], keys: tuple[str, ...], where: str, fa
     raise DatasetFormatError(f"{where}: missing field {keys[0]!r} (the question id)")
 
 
-def _answers(first: str, aliases: Iterable[Any], where: str, key: str) -> list[str]:
-    """``first`` then ``aliases``, whitespace-collapsed, deduplicated in order, empties dropped."""
+def gold_answers(first: str, aliases: Iterable[Any], where: str, key: str) -> list[str]:
+    """``first`` then ``aliases``, whitespace-collapsed, deduplicated in order, empties dropped.
+
+    Args:
+        first: The gold answer (``""`` when the dataset gives only a list).
+        aliases: Its aliases, or the list of answers.
+        where: The record's place, for the error message.
+        key: The field ``aliases`` came from, for the error message.
+
+    Raises:
+        DatasetFormatError: an alias is not a string, or no answer is left.
+    """
     out = [first] if first else []
     for n, alias in enumerate(aliases):
         if not isinstance(alias, str):
@@ -154,7 +219,7 @@ def _answers(first: str, aliases: Iterable[Any], where: str, key: str) -> list[s
     return out
 
 
-def _example(
+def make_example(
     dataset: str,
     qid: str,
     question: str,
@@ -165,6 +230,18 @@ def _example(
     decomposition: list[Step] | None = None,
     meta: dict[str, object] | None = None,
 ) -> Example:
+    """An :class:`Example`, its ``task`` looked up in :data:`TASKS`.
+
+    Args:
+        dataset: The canonical dataset name.
+        qid: The question id.
+        question: The question (or claim).
+        answers: The gold answers, the first one first.
+        hops: The number of hops, ``None`` when the dataset does not say.
+        paragraphs: The paragraphs given with the question (none: ``[]``).
+        decomposition: The gold decomposition, if any.
+        meta: Anything else the dataset gives (none: ``{}``).
+    """
     return {
         "qid": qid,
         "dataset": dataset,
@@ -178,8 +255,17 @@ def _example(
     }
 
 
-def _paragraph_objects(items: list[Any], key: str, where: str) -> list[Paragraph]:
-    """Paragraphs given as objects: ``{"title", "paragraph_text" (or "text"), "is_supporting"}``."""
+def paragraph_objects(items: list[Any], key: str, where: str) -> list[Paragraph]:
+    """Paragraphs given as objects: ``{"title", "paragraph_text" (or "text"), "is_supporting"}``.
+
+    Args:
+        items: The field's list.
+        key: The field, for the error message.
+        where: The record's place, for the error message.
+
+    Raises:
+        DatasetFormatError: an item is not such an object.
+    """
     out: list[Paragraph] = []
     for n, item in enumerate(items):
         if not isinstance(item, dict):
@@ -208,11 +294,19 @@ def _supporting_titles(record: Mapping[str, Any], where: str) -> set[str]:
     return titles
 
 
-def _sentence_paragraphs(record: Mapping[str, Any], where: str) -> list[Paragraph]:
-    """HotpotQA/2Wiki ``context``: ``[title, [sentences]]`` pairs; supporting by ``supporting_facts`` title."""
+def sentence_paragraphs(record: Mapping[str, Any], where: str) -> list[Paragraph]:
+    """HotpotQA/2Wiki ``context``: ``[title, [sentences]]`` pairs; supporting by ``supporting_facts`` title.
+
+    Args:
+        record: One HotpotQA or 2WikiMultihopQA record.
+        where: The record's place, for the error message.
+
+    Raises:
+        DatasetFormatError: ``context`` or ``supporting_facts`` is missing or malformed.
+    """
     supporting = _supporting_titles(record, where)
     out: list[Paragraph] = []
-    for n, item in enumerate(_list(record, "context", where)):
+    for n, item in enumerate(list_field(record, "context", where)):
         if (
             not isinstance(item, list)
             or len(item) != 2

@@ -83,7 +83,7 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
-from searchain_graph.evaluation.dataset_formats import _PARSERS, FEVER_LABELS, TWOWIKI_HOPS, _detect_record
+from searchain_graph.evaluation.dataset_formats import FEVER_LABELS, PARSERS, TWOWIKI_HOPS, detect_record
 from searchain_graph.evaluation.dataset_records import (
     DATASETS,
     TASKS,
@@ -91,7 +91,7 @@ from searchain_graph.evaluation.dataset_records import (
     Example,
     Paragraph,
     Step,
-    _records,
+    iter_records,
 )
 from searchain_graph.ir.corpus import paragraph_id
 
@@ -161,9 +161,9 @@ def iter_dataset(name: str, path: str | Path) -> Iterator[Example]:
     """
     path = _check_path(path)
     dataset = detect_dataset(path) if name.strip().lower() == "auto" else canonical_name(name)
-    parse = _PARSERS[dataset]
+    parse = PARSERS[dataset]
     seen: dict[str, str] = {}
-    for record, where, number in _records(path):
+    for record, where, number in iter_records(path):
         if not isinstance(record, dict):
             raise DatasetFormatError(f"{where}: expected a JSON object, got {type(record).__name__}")
         example = parse(record, where, number)
@@ -206,10 +206,10 @@ def detect_dataset(path: str | Path) -> str:
             fields match no known dataset.
     """
     path = _check_path(path)
-    for record, where, _ in _records(path):
+    for record, where, _ in iter_records(path):
         if not isinstance(record, dict):
             raise DatasetFormatError(f"{where}: expected a JSON object, got {type(record).__name__}")
-        dataset = _detect_record(record)
+        dataset = detect_record(record)
         if dataset is None:
             fields = ", ".join(sorted(record)[:12])
             raise DatasetFormatError(f"{where}: fields ({fields}) match no known dataset ({', '.join(DATASETS)})")

@@ -13,8 +13,9 @@ items the final content cites. :mod:`searchain_graph.evaluation.report` turns re
 tables.
 
 Methods: the names of :data:`~searchain_graph.evaluation.methods.METHODS` (SearChain, its
-ablations, IRCoT, Self-Ask, direct retrieval, direct and CoT), each a LangGraph graph built by
-its factory in :mod:`searchain_graph.evaluation.methods`.
+ablations and the paper's baselines). Each record there builds the method's LangGraph graph
+(its ``factory``) and counts its reasoning steps (its ``steps``); the harness knows no method by
+name.
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
-from searchain_graph.evaluation.baselines import reasoning_steps
 from searchain_graph.evaluation.datasets import Example
+from searchain_graph.evaluation.method_spec import count_rounds
 from searchain_graph.evaluation.methods import METHODS, GraphFactory, parse_methods
 from searchain_graph.evaluation.metrics import score
 from searchain_graph.ir.readers.base import Reader
 from searchain_graph.llms.servers import describe_llm_failure
-from searchain_graph.method.parsing import citations, parse_chain
+from searchain_graph.method.parsing import citations
 from searchain_graph.viz.tree import compact_run
 
 __all__ = [  # METHODS, GraphFactory and parse_methods live in evaluation.methods; re-exported here
@@ -52,25 +53,9 @@ __all__ = [  # METHODS, GraphFactory and parse_methods live in evaluation.method
 
 
 def _steps(method: str, out: dict[str, Any]) -> int:
-    """Reasoning steps (Table 4).
-
-    Nodes of the chain (SearChain), follow-ups (Self-Ask, with or without IR), CoT sentences
-    (IRCoT's steps; the sentences before "answer is" of CoT, CoT-SC's winning chain and
-    Verify-and-Edit's rationale), sub-questions (Least-to-Most), searches (ReAct) and hops (DSP),
-    and none for the direct answers and Recite-and-Answer.
-    """
-    if method.startswith("searchain") and method != "searchain_no_ir":
-        return len(out.get("references") or [])
-    if method == "searchain_no_ir":
-        return len(parse_chain(out.get("final_content") or "").nodes)
-    content = str(out.get("final_content") or "")
-    if method in ("cot", "cot_sc", "verify_and_edit"):  # the (winning, edited) chain's sentences
-        return reasoning_steps(content)
-    if method == "self_ask_no_ir":
-        return content.lower().count("follow up:")
-    if method in ("direct", "direct_retrieval", "recite"):
-        return 0
-    return int(out.get("rounds") or 0)
+    """Reasoning steps (Table 4), counted by the method's record (its graph's ``rounds`` if unregistered)."""
+    spec = METHODS.get(method)
+    return (spec.steps if spec is not None else count_rounds)(out)
 
 
 def make_record(
@@ -205,7 +190,7 @@ def run_evaluation(
         with lock:
             key = (method, task)
             if key not in graphs:
-                graphs[key] = METHODS[method](llm, retriever, reader, task)
+                graphs[key] = METHODS[method].factory(llm, retriever, reader, task)
             return graphs[key]
 
     todo = [(ex, m) for ex in examples for m in methods if (ex["qid"], m) not in existing]

@@ -1,9 +1,10 @@
-"""The registry of every method ``searchain eval`` runs: a graph factory and a description each.
+"""The registry of every method ``searchain eval`` runs: one :class:`MethodSpec` record each.
 
-:data:`METHODS` maps a method name to a :data:`GraphFactory`, ``(llm, retriever, reader, task)
--> compiled graph``; :data:`METHOD_DESCRIPTIONS` gives each name one line, citing the paper it
-comes from; ``searchain eval --help`` prints them. All methods are LangGraph graphs built from
-the same LLM, retriever and reader:
+:data:`METHODS` maps a method name to its record, and everything else reads it: ``searchain eval
+--help`` lists the names and descriptions, :mod:`~searchain_graph.evaluation.harness` builds each
+graph with the record's factory and counts its reasoning steps with the record's counter, and
+:mod:`~searchain_graph.evaluation.report` prints the paper's figures from it. All methods are
+LangGraph graphs built from the same LLM, retriever and reader:
 
 * ``searchain``: the full method (SearChain, Xu et al., WWW 2024); ``searchain_no_ir``,
   ``searchain_no_verification``, ``searchain_no_completion``: its ablations;
@@ -16,25 +17,43 @@ the same LLM, retriever and reader:
   same on LangChain's ``create_agent``), ``verify_and_edit`` (Zhao et al., 2023) and ``dsp``
   (Khattab et al., 2022: DSPy's multi-hop program, run by the ``dspy`` package).
 
-A factory imports its graph builder only when it is called, so importing this module stays
-cheap. :func:`parse_methods` turns a ``--methods`` value into registry names.
+To add a method, write its factory below (a function that imports its graph builder when called,
+so importing this module stays cheap) and add its :class:`MethodSpec` to the records (``_SPECS``,
+in the order ``--help`` lists them); the step counters of
+:mod:`~searchain_graph.evaluation.method_spec` cover the usual outputs. Nothing else names a
+method. :data:`METHOD_DESCRIPTIONS` is a view of the records' descriptions, kept for callers;
+:func:`parse_methods` turns a ``--methods`` value into registry names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.retrievers import BaseRetriever
+from searchain_graph.evaluation.method_spec import (
+    GraphFactory,
+    MethodSpec,
+    count_chain_nodes,
+    count_cot_sentences,
+    count_follow_ups,
+    count_nothing,
+    count_references,
+    count_rounds,
+)
 
-from searchain_graph.ir.readers.base import Reader
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.retrievers import BaseRetriever
 
-GraphFactory = Callable[[BaseChatModel, BaseRetriever, Reader, str], Any]
-"""``(llm, retriever, reader, task) -> compiled graph``."""
+    from searchain_graph.ir.readers.base import Reader
+
+__all__ = ["METHODS", "METHOD_DESCRIPTIONS", "GraphFactory", "MethodSpec", "parse_methods"]
 
 
+# -- the factories: (llm, retriever, reader, task) -> graph, each importing its builder on call -------
 def _searchain(**options: Any) -> GraphFactory:
+    """SearChain's factory, ``options`` switching an ablation off (``verification=False``...)."""
+
     def build(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
         from searchain_graph.method.graph import create_searchain_graph
 
@@ -43,68 +62,262 @@ def _searchain(**options: Any) -> GraphFactory:
     return build
 
 
-def _baseline(factory_name: str, *, retriever: bool = False, reader: bool = False) -> GraphFactory:
-    def build(llm: BaseChatModel, retr: BaseRetriever, rdr: Reader, task: str) -> Any:
-        from searchain_graph.evaluation import baselines
+def _searchain_no_ir(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_searchain_no_ir_graph
 
-        factory = getattr(baselines, factory_name)
-        args: list[Any] = [llm]
-        if retriever:
-            args.append(retr)
-        if reader:
-            args.append(rdr)
-        return factory(*args, task=task)
-
-    return build
+    return create_searchain_no_ir_graph(llm, task=task)
 
 
-METHODS: dict[str, GraphFactory] = {
-    "searchain": _searchain(),
-    "searchain_no_ir": _baseline("create_searchain_no_ir_graph"),
-    "searchain_no_verification": _searchain(verification=False),
-    "searchain_no_completion": _searchain(completion=False),
-    "ircot": _baseline("create_ircot_graph", retriever=True),
-    "self_ask": _baseline("create_self_ask_graph", retriever=True, reader=True),
-    "direct_retrieval": _baseline("create_direct_retrieval_graph", retriever=True),
-    "direct": _baseline("create_direct_graph"),
-    "cot": _baseline("create_cot_graph"),
-    "cot_sc": _baseline("create_cot_sc_graph"),
-    "recite": _baseline("create_recite_graph"),
-    "self_ask_no_ir": _baseline("create_self_ask_no_ir_graph"),
-    "least_to_most": _baseline("create_least_to_most_graph"),
-    "react": _baseline("create_react_graph", retriever=True),
-    "react_agent": _baseline("create_react_agent_graph", retriever=True),
-    "verify_and_edit": _baseline("create_verify_and_edit_graph", retriever=True),
-    "dsp": _baseline("create_dsp_graph", retriever=True),
-}
-"""Every method the harness runs, by name."""
+def _ircot(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_ircot_graph
 
-METHOD_DESCRIPTIONS: dict[str, str] = {
-    "searchain": "SearChain (Xu et al., WWW 2024): chain-of-query, verified and completed by IR, then traced",
-    "searchain_no_ir": "SearChain 'w/o IR' (Xu et al. 2024): one chain-of-query from the LLM alone (Figure 8 prompt)",
-    "searchain_no_verification": (
-        "SearChain 'w/o Verification' ablation (Xu et al. 2024): IR only completes unsolved queries"
+    return create_ircot_graph(llm, retriever, task=task)
+
+
+def _self_ask(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_self_ask_graph
+
+    return create_self_ask_graph(llm, retriever, reader, task=task)
+
+
+def _direct_retrieval(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_direct_retrieval_graph
+
+    return create_direct_retrieval_graph(llm, retriever, task=task)
+
+
+def _direct(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_direct_graph
+
+    return create_direct_graph(llm, task=task)
+
+
+def _cot(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_cot_graph
+
+    return create_cot_graph(llm, task=task)
+
+
+def _cot_sc(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_cot_sc_graph
+
+    return create_cot_sc_graph(llm, task=task)
+
+
+def _recite(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_recite_graph
+
+    return create_recite_graph(llm, task=task)
+
+
+def _self_ask_no_ir(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_self_ask_no_ir_graph
+
+    return create_self_ask_no_ir_graph(llm, task=task)
+
+
+def _least_to_most(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_least_to_most_graph
+
+    return create_least_to_most_graph(llm, task=task)
+
+
+def _react(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_react_graph
+
+    return create_react_graph(llm, retriever, task=task)
+
+
+def _react_agent(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_react_agent_graph
+
+    return create_react_agent_graph(llm, retriever, task=task)
+
+
+def _verify_and_edit(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_verify_and_edit_graph
+
+    return create_verify_and_edit_graph(llm, retriever, task=task)
+
+
+def _dsp(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    from searchain_graph.evaluation.baselines import create_dsp_graph
+
+    return create_dsp_graph(llm, retriever, task=task)
+
+
+def _table1(hotpotqa: float, musique: float, wiki: float, strategyqa: float) -> dict[str, float]:
+    """A row of the paper's Table 1 (cover-EM %), by dataset name."""
+    return {"hotpotqa": hotpotqa, "musique": musique, "2wikimultihopqa": wiki, "strategyqa": strategyqa}
+
+
+# -- the records ---------------------------------------------------------------------------------------
+_SPECS = (
+    MethodSpec(
+        "searchain",
+        "SearChain (Xu et al., WWW 2024): chain-of-query, verified and completed by IR, then traced",
+        factory=_searchain(),
+        steps=count_references,
+        retrieves=True,
+        reads=True,
+        paper_accuracy=_table1(56.91, 17.07, 46.27, 76.95),
+        paper_cost=(390, 189, 2.21, 8.52),
     ),
-    "searchain_no_completion": (
-        "SearChain 'w/o Completion' ablation (Xu et al. 2024): IR only verifies answered queries"
+    MethodSpec(
+        "searchain_no_ir",
+        "SearChain 'w/o IR' (Xu et al. 2024): one chain-of-query from the LLM alone (Figure 8 prompt)",
+        factory=_searchain_no_ir,
+        steps=count_chain_nodes,
+        paper_accuracy=_table1(38.36, 13.61, 40.49, 75.62),
+        paper_steps=(4.16, 4.66, 5.06),
     ),
-    "ircot": "IRCoT (Trivedi et al., ACL 2023): retrieval interleaved with chain-of-thought, the main baseline",
-    "self_ask": "Self-Ask with retrieval (Press et al., 2023): follow-up questions answered from passages",
-    "direct_retrieval": "retrieve passages with the question, then answer from them",
-    "direct": "direct prompting, no retrieval",
-    "cot": "chain-of-thought prompting (Wei et al., NeurIPS 2022), no retrieval",
-    "cot_sc": "CoT with self-consistency (Wang et al., ICLR 2023): 5 sampled chains, majority vote, no retrieval",
-    "recite": "Recite-and-Answer (Sun et al., ICLR 2023): recite a passage from memory, answer from it",
-    "self_ask_no_ir": "Self-Ask without IR (Press et al., 2023): the model answers its own follow-ups",
-    "least_to_most": "Least-to-Most (Zhou et al., ICLR 2023): decompose, then solve sub-questions in order",
-    "react": "ReAct (Yao et al., ICLR 2023), text Search/Finish actions, CoT-SC backoff (Table 1's React->CoT-SC)",
-    "react_agent": "ReAct on LangChain's create_agent with a search tool (needs bind_tools), CoT-SC backoff",
-    "verify_and_edit": (
-        "Verify-and-Edit (Zhao et al., ACL 2023): CoT-SC; a split vote's rationale verified by retrieval and edited"
+    MethodSpec(
+        "searchain_no_verification",
+        "SearChain 'w/o Verification' ablation (Xu et al. 2024): IR only completes unsolved queries",
+        factory=_searchain(verification=False),
+        steps=count_references,
+        retrieves=True,
+        reads=True,
+        paper_accuracy=_table1(46.11, 14.70, 42.67, 75.98),
     ),
-    "dsp": "DSP (Khattab et al., 2022): DSPy's multi-hop retrieve-then-read program, run by dspy (the eval extra)",
-}
-"""One line per method of :data:`METHODS`, for ``searchain eval --help``."""
+    MethodSpec(
+        "searchain_no_completion",
+        "SearChain 'w/o Completion' ablation (Xu et al. 2024): IR only verifies answered queries",
+        factory=_searchain(completion=False),
+        steps=count_references,
+        retrieves=True,
+        reads=True,
+        paper_accuracy=_table1(53.05, 15.86, 43.64, 76.53),
+    ),
+    MethodSpec(  # IRCoT is not in the paper's Table 1
+        "ircot",
+        "IRCoT (Trivedi et al., ACL 2023): retrieval interleaved with chain-of-thought, the main baseline",
+        factory=_ircot,
+        steps=count_rounds,
+        retrieves=True,
+    ),
+    MethodSpec(
+        "self_ask",
+        "Self-Ask with retrieval (Press et al., 2023): follow-up questions answered from passages",
+        factory=_self_ask,
+        steps=count_rounds,
+        retrieves=True,
+        reads=True,
+        paper_accuracy=_table1(40.05, 14.28, 39.58, 67.65),
+        paper_cost=(401, 63, 2.19, 6.63),
+    ),
+    MethodSpec(
+        "direct_retrieval",
+        "retrieve passages with the question, then answer from them",
+        factory=_direct_retrieval,
+        steps=count_nothing,
+        retrieves=True,
+        paper_accuracy=_table1(34.09, 10.22, 30.01, 66.78),
+    ),
+    MethodSpec(
+        "direct",
+        "direct prompting, no retrieval",
+        factory=_direct,
+        steps=count_nothing,
+        paper_accuracy=_table1(31.95, 5.91, 25.82, 66.25),
+    ),
+    MethodSpec(
+        "cot",
+        "chain-of-thought prompting (Wei et al., NeurIPS 2022), no retrieval",
+        factory=_cot,
+        steps=count_cot_sentences,
+        paper_accuracy=_table1(35.04, 9.46, 30.41, 65.83),
+        paper_steps=(2.25, 2.23, 2.19),
+    ),
+    MethodSpec(
+        "cot_sc",
+        "CoT with self-consistency (Wang et al., ICLR 2023): 5 sampled chains, majority vote, no retrieval",
+        factory=_cot_sc,
+        steps=count_cot_sentences,
+        paper_accuracy=_table1(36.85, 10.02, 32.68, 70.84),
+    ),
+    MethodSpec(
+        "recite",
+        "Recite-and-Answer (Sun et al., ICLR 2023): recite a passage from memory, answer from it",
+        factory=_recite,
+        steps=count_nothing,
+        paper_accuracy=_table1(36.49, 10.97, 32.53, 70.47),
+    ),
+    MethodSpec(
+        "self_ask_no_ir",
+        "Self-Ask without IR (Press et al., 2023): the model answers its own follow-ups",
+        factory=_self_ask_no_ir,
+        steps=count_follow_ups,
+        paper_accuracy=_table1(33.95, 11.10, 35.65, 65.45),
+    ),
+    MethodSpec(
+        "least_to_most",
+        "Least-to-Most (Zhou et al., ICLR 2023): decompose, then solve sub-questions in order",
+        factory=_least_to_most,
+        steps=count_rounds,
+        paper_accuracy=_table1(34.05, 11.45, 32.88, 65.78),
+    ),
+    MethodSpec(
+        "react",
+        "ReAct (Yao et al., ICLR 2023), text Search/Finish actions, CoT-SC backoff (Table 1's React->CoT-SC)",
+        factory=_react,
+        steps=count_rounds,
+        retrieves=True,
+        paper_accuracy=_table1(43.15, 15.49, 40.36, 70.43),
+        paper_cost=(938, 110, 2.35, 8.25),  # "React→CoT-SC"
+    ),
+    MethodSpec(
+        "react_agent",
+        "ReAct on LangChain's create_agent with a search tool (needs bind_tools), CoT-SC backoff",
+        factory=_react_agent,
+        steps=count_rounds,
+        retrieves=True,
+        needs_tools=True,
+    ),
+    MethodSpec(
+        "verify_and_edit",
+        "Verify-and-Edit (Zhao et al., ACL 2023): CoT-SC; a split vote's rationale verified by retrieval and edited",
+        factory=_verify_and_edit,
+        steps=count_cot_sentences,
+        retrieves=True,
+        paper_accuracy=_table1(44.03, 15.57, 40.83, 71.09),
+        paper_cost=(565, 307, 2.40, 13.90),
+    ),
+    MethodSpec(
+        "dsp",
+        "DSP (Khattab et al., 2022): DSPy's multi-hop retrieve-then-read program, run by dspy (the eval extra)",
+        factory=_dsp,
+        steps=count_rounds,
+        retrieves=True,
+        extras=("eval",),
+        paper_accuracy=_table1(51.97, 15.83, 43.52, 72.41),
+        paper_cost=(1759, 155, 2.15, 10.47),
+    ),
+)
+
+METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in _SPECS}
+"""Every method the harness runs, by name, in the order ``all`` runs them and ``--help`` lists them.
+
+A record is itself a :data:`GraphFactory`: ``METHODS[name](llm, retriever, reader, task)``
+builds the method's graph.
+"""
+
+
+class _Descriptions(Mapping[str, str]):
+    """``name -> description`` of :data:`METHODS`, read from the registry on each access."""
+
+    def __getitem__(self, name: str) -> str:
+        return METHODS[name].description
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(METHODS)
+
+    def __len__(self) -> int:
+        return len(METHODS)
+
+
+METHOD_DESCRIPTIONS: Mapping[str, str] = _Descriptions()
+"""One line per method of :data:`METHODS` (a view of its records' ``description``)."""
 
 
 def parse_methods(spec: str | Sequence[str]) -> list[str]:

@@ -6,8 +6,11 @@ Bamboogle) gives the nodes ``(q_i, a_i)``. A controlled fraction of sub-answers 
 by a wrong one (the sub-answer of another question), another fraction is marked
 ``[Unsolved Query]``, and the rest stay correct. Every node then goes through the IR side
 exactly as in the graph: the top-1 passage for ``q_i``, the reader's ``(g, f)``, and the
-same decision function (:func:`searchain_graph.method.graph.ir_verdict`). Since *f* does not
-depend on θ, one reading per node gives the outcome at every θ.
+same decision function with the same settings (:func:`oracle_verdict`:
+:func:`~searchain_graph.method.verdict.ir_verdict` with the
+:class:`~searchain_graph.method.context.SearChainSettings` a graph on the same reader has, from
+:func:`~searchain_graph.method.graph.reader_settings`). Since *f* does not depend on θ, one
+reading per node gives the outcome at every θ.
 
 Outcomes, per θ:
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.retrievers import BaseRetriever
@@ -33,6 +37,7 @@ from langchain_core.retrievers import BaseRetriever
 from searchain_graph.evaluation.datasets import Example
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.ir.readers.base import Reader, passage_of, read_pairs
+from searchain_graph.method.context import SearChainSettings
 from searchain_graph.method.parsing import answer_contains
 from searchain_graph.method.state import ChainNode
 from searchain_graph.method.verdict import ir_verdict
@@ -104,28 +109,40 @@ def read_oracle_nodes(nodes: list[dict[str, Any]], retriever: BaseRetriever, rea
     return nodes
 
 
-def sweep(nodes: Sequence[dict[str, Any]], thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> list[dict[str, Any]]:
-    """Outcome rates at each θ (see the module docstring), from nodes read once."""
+def oracle_verdict(node: dict[str, Any], settings: SearChainSettings) -> str:
+    """The graph's verdict on one oracle node (an action of :func:`~searchain_graph.method.verdict.ir_verdict`)."""
+    chain_node: ChainNode = {
+        "index": 1,
+        "query": node["query"],
+        "answer": node["answer"],
+        "unsolved": node["answer"] is None,
+    }
+    result = {"document": node["document"], "answer": node["g"], "confidence": node["f"]}
+    return str(ir_verdict(chain_node, result, settings)["action"])
+
+
+def sweep(
+    nodes: Sequence[dict[str, Any]],
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    *,
+    settings: SearChainSettings,
+) -> list[dict[str, Any]]:
+    """Outcome rates at each θ (see the module docstring), from nodes read once.
+
+    Args:
+        nodes: Read oracle nodes (:func:`read_oracle_nodes`).
+        thresholds: θ to sweep.
+        settings: The graph's settings on the reader that read them
+            (:func:`~searchain_graph.method.graph.reader_settings`); θ is replaced by each of
+            ``thresholds`` in turn, every other decision is the graph's.
+    """
     rows = []
     by = {c: [n for n in nodes if n["condition"] == c] for c in ("correct", "wrong", "unsolved")}
     for theta in thresholds:
-        knobs = {
-            "completion": True,
-            "verification": True,
-            "confidence_threshold": theta,
-            "rouge_threshold": 0.35,
-            "task": "multihop",
-        }
+        at_theta = replace(settings, confidence_threshold=theta)
 
-        def verdict(node: dict[str, Any], knobs: dict[str, Any] = knobs) -> str:
-            chain_node: ChainNode = {
-                "index": 1,
-                "query": node["query"],
-                "answer": node["answer"],
-                "unsolved": node["answer"] is None,
-            }
-            result = {"document": node["document"], "answer": node["g"], "confidence": node["f"]}
-            return str(ir_verdict(chain_node, result, knobs)["action"])
+        def verdict(node: dict[str, Any], at: SearChainSettings = at_theta) -> str:
+            return oracle_verdict(node, at)
 
         wrong = [(n, verdict(n)) for n in by["wrong"]]
         correct = [(n, verdict(n)) for n in by["correct"]]

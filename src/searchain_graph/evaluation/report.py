@@ -18,7 +18,10 @@ tables follow the paper (Xu et al., WWW 2024):
 * **Table 5**: cost per question: LLM words in and out, rounds, time;
 * **SKC**: knowledge items cited per SearChain answer.
 
-Records with an error are counted as wrong answers and listed, never dropped.
+The paper's figures for a method (Tables 1, 4 and 5) come from its record in
+:data:`~searchain_graph.evaluation.methods.METHODS`; those for a dataset and for SearChain alone
+(Tables 2 and 3, SKC) are kept here. Records with an error are counted as wrong answers and
+listed, never dropped.
 """
 
 from __future__ import annotations
@@ -31,25 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from searchain_graph._files import remove_stale_temporaries, write_aside, written_aside
-
-PAPER_TABLE1 = {
-    "searchain": {"hotpotqa": 56.91, "musique": 17.07, "2wikimultihopqa": 46.27, "strategyqa": 76.95},
-    "searchain_no_verification": {"hotpotqa": 46.11, "musique": 14.70, "2wikimultihopqa": 42.67, "strategyqa": 75.98},
-    "searchain_no_completion": {"hotpotqa": 53.05, "musique": 15.86, "2wikimultihopqa": 43.64, "strategyqa": 76.53},
-    "self_ask": {"hotpotqa": 40.05, "musique": 14.28, "2wikimultihopqa": 39.58, "strategyqa": 67.65},
-    "direct_retrieval": {"hotpotqa": 34.09, "musique": 10.22, "2wikimultihopqa": 30.01, "strategyqa": 66.78},
-    "direct": {"hotpotqa": 31.95, "musique": 5.91, "2wikimultihopqa": 25.82, "strategyqa": 66.25},
-    "cot": {"hotpotqa": 35.04, "musique": 9.46, "2wikimultihopqa": 30.41, "strategyqa": 65.83},
-    "searchain_no_ir": {"hotpotqa": 38.36, "musique": 13.61, "2wikimultihopqa": 40.49, "strategyqa": 75.62},
-    "cot_sc": {"hotpotqa": 36.85, "musique": 10.02, "2wikimultihopqa": 32.68, "strategyqa": 70.84},
-    "recite": {"hotpotqa": 36.49, "musique": 10.97, "2wikimultihopqa": 32.53, "strategyqa": 70.47},
-    "self_ask_no_ir": {"hotpotqa": 33.95, "musique": 11.10, "2wikimultihopqa": 35.65, "strategyqa": 65.45},
-    "least_to_most": {"hotpotqa": 34.05, "musique": 11.45, "2wikimultihopqa": 32.88, "strategyqa": 65.78},
-    "react": {"hotpotqa": 43.15, "musique": 15.49, "2wikimultihopqa": 40.36, "strategyqa": 70.43},
-    "verify_and_edit": {"hotpotqa": 44.03, "musique": 15.57, "2wikimultihopqa": 40.83, "strategyqa": 71.09},
-    "dsp": {"hotpotqa": 51.97, "musique": 15.83, "2wikimultihopqa": 43.52, "strategyqa": 72.41},
-}
-"""Table 1 of the paper (cover-EM, gpt-3.5-turbo with ColBERTv2). IRCoT is not in it."""
+from searchain_graph.evaluation.methods import METHODS
 
 PAPER_TABLE2 = {
     "hotpotqa": (74.56, 20.94, 4.50),
@@ -69,21 +54,6 @@ PAPER_TABLE3A = {
 
 PAPER_TABLE3B = {"hotpotqa": 6.33, "musique": 6.50, "2wikimultihopqa": 12.71, "strategyqa": 5.31}
 """Table 3b: % of S_t that IR makes wrong (SearChain)."""
-
-PAPER_TABLE4 = {
-    "cot": (2.25, 2.23, 2.19),
-    "searchain_no_ir": (4.16, 4.66, 5.06),
-}
-"""Table 4 (MuSiQue): reasoning steps for 2-, 3- and 4-hop questions."""
-
-PAPER_TABLE5 = {
-    "searchain": (390, 189, 2.21, 8.52),
-    "self_ask": (401, 63, 2.19, 6.63),
-    "react": (938, 110, 2.35, 8.25),  # "React→CoT-SC"
-    "verify_and_edit": (565, 307, 2.40, 13.90),
-    "dsp": (1759, 155, 2.15, 10.47),
-}
-"""Table 5: words in, words out, rounds, seconds per question."""
 
 PAPER_SKC = 2.882
 
@@ -182,10 +152,11 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
     lines += ["## Table 1: accuracy (cover-EM %; EM / F1 in brackets; paper in italics)", ""]
     lines += ["| method | " + " | ".join(datasets) + " |", "|---|" + "---:|" * len(datasets)]
     for method in methods:
+        spec = METHODS.get(method)  # the paper's figures for it, if the registry knows it
         row = []
         for dataset in datasets:
             rs = cell.get((method, dataset), [])
-            paper = PAPER_TABLE1.get(method, {}).get(dataset)
+            paper = spec.paper_accuracy.get(dataset) if spec else None
             text = (
                 f"{_pct(float(_correct(r)) for r in rs)} ({_pct(r.get('metrics', {}).get('em', 0.0) for r in rs)}"
                 f" / {_pct(r.get('metrics', {}).get('f1', 0.0) for r in rs)})"
@@ -246,10 +217,11 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
         lines += ["", "## Table 4: reasoning steps per question, by hops (paper, MuSiQue, in italics)", ""]
         lines += ["| method | " + " | ".join(f"{h}-hop" for h in hops) + " |", "|---|" + "---:|" * len(hops)]
         for method in methods:
+            spec = METHODS.get(method)
             row = []
             for h in hops:
                 steps = [r.get("steps", 0) for r in records if r["method"] == method and r.get("hops") == h]
-                steps_ref = PAPER_TABLE4.get(method)
+                steps_ref = spec.paper_steps if spec else None
                 ref = f" *{steps_ref[h - 2]}*" if steps_ref and 2 <= h <= 4 else ""
                 row.append((f"{statistics.fmean(steps):.2f}" if steps else "–") + ref)
             lines.append(f"| {method} | " + " | ".join(row) + " |")
@@ -258,12 +230,13 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
     lines += ["| method | words in | words out | LLM calls | tokens in / out | rounds | retrievals | reads | s |"]
     lines += ["|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for method in methods:
+        spec = METHODS.get(method)
         rs = [r for r in records if r["method"] == method]
 
         def mean(key: str, rs: list[dict[str, Any]] = rs) -> float:
             return statistics.fmean(float(r.get("usage", {}).get(key, 0) or 0) for r in rs)
 
-        cost = PAPER_TABLE5.get(method)
+        cost = spec.paper_cost if spec else None
         lines.append(
             f"| {method} | {mean('words_in'):.0f}{f' *{cost[0]}*' if cost else ''} | "
             f"{mean('words_out'):.0f}{f' *{cost[1]}*' if cost else ''} | {mean('llm_calls'):.2f} | "

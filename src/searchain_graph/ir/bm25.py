@@ -39,7 +39,7 @@ from searchain_graph.ir.bm25_count import (
     MAX_SCORES,
     PARAMS_FILE,
     STOPWORDS,
-    _Stemmer,
+    SnowballStemmer,
     split_words,
 )
 from searchain_graph.ir.index_dir import load_array
@@ -119,7 +119,7 @@ class BM25Index:
         self.k1 = k1
         self.b = b
         self.max_scores = max_scores
-        self._stemmer: _Stemmer | None = None
+        self._stemmer: SnowballStemmer | None = None
 
     @property
     def num_docs(self) -> int:
@@ -166,7 +166,7 @@ class BM25Index:
         if self._stemmer is None:
             with _STEMMER_LOCK:
                 if self._stemmer is None:
-                    self._stemmer = _Stemmer()
+                    self._stemmer = SnowballStemmer()
         words = list(dict.fromkeys(split_words(query)))
         ids = (self.vocab.get(stem) for stem in self._stemmer.stems(words) if stem is not None)
         return list(dict.fromkeys(i for i in ids if i is not None))

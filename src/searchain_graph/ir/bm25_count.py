@@ -71,7 +71,7 @@ def split_words(text: str) -> list[bytes]:
     return data.split()
 
 
-class _Stemmer:
+class SnowballStemmer:
     """Snowball English stemming with stopwords removed, cached per word.
 
     PyStemmer's stemmer objects are not thread-safe, so calls are serialised: one index
@@ -120,7 +120,7 @@ class _WordStems:
     """Words remembered at most (about 100 MB)."""
 
     def __init__(self) -> None:
-        self._stemmer = _Stemmer()
+        self._stemmer = SnowballStemmer()
         self._reset()
 
     def _reset(self) -> None:

@@ -7,10 +7,9 @@ OpenAI's layout, which :class:`~searchain_graph.ir.readers.llm.LLMReader` turns 
 
 :func:`load_chat_model` picks the LLM the CLI uses:
 
-* ``--model openai:<name>`` (or any ``provider:model`` that LangChain's
-  ``init_chat_model`` knows), or ``OPENAI_API_KEY`` set in the environment
-  (``OPENAI_BASE_URL`` points it at vLLM, Ollama, a llama.cpp server or ``transformers serve``:
-  :mod:`~searchain_graph.llms.servers`);
+* ``--model openai:<name>`` (or any ``provider:model`` that LangChain's ``init_chat_model`` knows), or
+  ``OPENAI_API_KEY`` set in the environment (``OPENAI_BASE_URL`` points it at vLLM, Ollama, a llama.cpp
+  server or ``transformers serve``: :mod:`~searchain_graph.llms.servers`);
 * no key, or ``--model qwen2.5-coder-1.5b``: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) from its PyPI part
   packages (:mod:`~searchain_graph.llms.packaged`), the offline default; ``qwen2.5-coder-0.5b``
   the same for the 0.5B (which does not follow the Chain-of-Query format);
@@ -82,12 +81,11 @@ class TransformersChatModel(BaseChatModel):
             continuous-batching decode loop (:mod:`searchain_graph.llms.batching`): about 4x the
             throughput of SmolLM2 on a CPU at 8, for results that can differ from sequential
             decoding where two tokens nearly tie.
-        response_cache: Remember this many replies, keyed by the exact prompt tokens and
-            settings, and answer a repeated call from memory (0, the default, remembers none).
-            Decoding is greedy, so a remembered reply is the reply; its usage is reported as if
-            generated. An identical call made while the first is still running waits for it.
-            The evaluation harness turns this on: SearChain and its ablations send the same
-            first prompt.
+        response_cache: Remember this many replies, keyed by the exact prompt tokens and settings, and
+            answer a repeated call from memory (0, the default, remembers none). Decoding is greedy, so a
+            remembered reply is the reply; its usage is reported as if generated. An identical call made
+            while the first is still running waits for it. ``searchain eval`` turns this on: SearChain and
+            its ablations send the same first prompt.
         cache_dequantized: Save a GGUF checkpoint, once dequantised, as safetensors under
             ``$SEARCHAIN_CACHE`` (default ``~/.cache/searchain-graph``), keyed by the file's
             content, so later loads skip the slow GGUF conversion.
@@ -183,6 +181,11 @@ class TransformersChatModel(BaseChatModel):
             "backend": self.backend,
             "stop_repeats": self.stop_repeats,
         }
+
+    @property
+    def batch_engine(self) -> Any:
+        """The ``BatchEngine`` (its counters) once a call with ``max_batch_size`` > 1 has started it, else ``None``."""
+        return self._engine
 
     # -- loading ---------------------------------------------------------------------------------
     def load(self) -> TransformersChatModel:
@@ -350,25 +353,24 @@ def load_chat_model(
     max_batch_size: int = 1,
     backend: Backend | None = None,
     timeout: float | None = None,
+    response_cache: int = 0,
 ) -> BaseChatModel:
     """Build the chat model named by ``spec`` (see the module docstring for the choices).
 
     Args:
         spec: ``None`` (automatic), ``"qwen2.5-coder-1.5b"``, ``"qwen2.5-coder-0.5b"``, ``"smollm2"``,
-            ``"openai:<model>"``, any
-            ``"provider:model"`` known to ``init_chat_model``, ``"hf:<org/name>"``, a local
-            path (a model directory or a ``.gguf`` file), or ``"import:package.module:name"``
-            (a ``BaseChatModel``, or a function that returns one).
+            ``"openai:<model>"``, any ``"provider:model"`` known to ``init_chat_model``, ``"hf:<org/name>"``,
+            a local path (a model directory or a ``.gguf`` file), or ``"import:package.module:name"`` (a
+            ``BaseChatModel``, or a function that returns one).
         max_new_tokens: Generation budget per call: local models default to 256; ``openai:`` models
             send it as ``max_tokens`` when given, else leave it to the server.
-        max_batch_size: Local models: calls decoded together when made concurrently (a
-            server's requests); see :class:`TransformersChatModel`.
+        max_batch_size: Local models: calls decoded together when made concurrently (a server's requests).
         backend: Local models: ``"torch"`` (fp32, the reference) or ONNX Runtime GenAI
             (``"onnx-int4"``, ``"onnx-int4-requantised"``, ``"onnx-int8"``, ``"onnx-fp32"``); ``None``:
             ``"onnx-int4"`` for the packaged models and SmolLM2, ``"torch"`` for other local models. See
             :class:`TransformersChatModel`. Remote models ignore it.
-        timeout: ``openai:`` models: seconds per request (see
-            :func:`~searchain_graph.llms.servers.openai_chat_model`).
+        timeout: ``openai:`` models: seconds per request (see :func:`~searchain_graph.llms.servers.openai_chat_model`).
+        response_cache: Local models: replies remembered and answered again from memory (0: none).
 
     Raises:
         ModelNotFoundError: a local path, a packaged model's parts, the SmolLM2 package or an
@@ -381,6 +383,7 @@ def load_chat_model(
             spec = DEFAULT_LOCAL_MODEL
     budget = DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens
     local: dict[str, Any] = {"max_new_tokens": budget, "max_batch_size": max_batch_size, "backend": backend or "torch"}
+    local["response_cache"] = response_cache
     if spec == "smollm2":
         return TransformersChatModel.from_smollm2(**{**local, "backend": backend})
     if spec in PACKAGED_MODELS:

@@ -1,17 +1,21 @@
-"""Runtime knobs of the SearChain graph (LangGraph's ``context_schema``).
+"""Settings of the SearChain graph: the typed settings of a run, and the per-run overrides.
 
-The factory :func:`~searchain_graph.create_searchain_graph` fixes the defaults;
-a caller overrides any of them per run::
+:class:`SearChainSettings` holds every decision's setting, fully typed and checked, frozen:
+the graph's steps, :func:`~searchain_graph.method.verdict.ir_verdict`, the oracle-chain
+benchmark and the calibration all take one. The factory
+:func:`~searchain_graph.create_searchain_graph` resolves its arguments (and the reader's
+defaults) into one; a caller overrides any field per run with a :class:`SearChainContext`
+(LangGraph's ``context_schema``)::
 
     graph.invoke({"question": q}, context=SearChainContext(max_rounds=3))
 
-A field left at ``None`` takes the value given to the factory.
+A context field left at ``None`` takes the factory's value (:meth:`SearChainContext.resolve`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Literal
 
 Task = Literal["multihop", "yesno", "fact", "longform", "slot_filling"]
@@ -53,6 +57,55 @@ def normalize_task(task: str) -> str:
             f"(or a dataset alias: {', '.join(sorted(TASK_ALIASES))})"
         )
     return key
+
+
+DEFAULT_THRESHOLD = 1.5
+"""θ of the paper (Section 4.1): the DPR reader must be this confident to overrule the LLM."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearChainSettings:
+    """The resolved settings of a SearChain run: one value, of one type, for every decision.
+
+    Raises:
+        ValueError: a field is out of range or of the wrong type; the message names the field.
+    """
+
+    max_rounds: int = 5
+    """Most LLM-IR interaction rounds (the paper's r_max = 5)."""
+    confidence_threshold: float = DEFAULT_THRESHOLD
+    """θ: IR corrects an answer only when the reader's confidence f > θ."""
+    rouge_threshold: float = 0.35
+    """α: a long-form answer is inconsistent with its passage when ROUGE-L < α."""
+    task: str = "multihop"
+    """The task family (normalised: one of :data:`TASKS`)."""
+    verification: bool = True
+    """Verification runs (False: the paper's 'w/o Verification')."""
+    completion: bool = True
+    """Completion runs (False: the paper's 'w/o Completion')."""
+    verify_yes_no: bool = True
+    """Verification checks yes/no answers too (False for readers that cannot answer yes or no)."""
+    max_question_chars: int = 2000
+    """Longer questions are refused."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_rounds", "max_question_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        for name in ("confidence_threshold", "rouge_threshold"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+            object.__setattr__(self, name, float(value))
+        if not 0.0 <= self.rouge_threshold <= 1.0:
+            raise ValueError(f"rouge_threshold must lie in [0, 1], got {self.rouge_threshold!r}")
+        for name in ("verification", "completion", "verify_yes_no"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if not isinstance(self.task, str):
+            raise ValueError(f"task must be a string, got {self.task!r}")
+        object.__setattr__(self, "task", normalize_task(self.task))
 
 
 @dataclass(kw_only=True)
@@ -101,30 +154,11 @@ class SearChainContext:
         metadata={"description": "Questions longer than this are refused with a clear error."},
     )
 
-    def merged_with(self, defaults: SearChainContext) -> SearChainContext:
-        """Return a copy where every ``None`` field takes its value from ``defaults``."""
-        values = {
-            f.name: getattr(self, f.name) if getattr(self, f.name) is not None else getattr(defaults, f.name)
-            for f in fields(self)
-        }
-        return SearChainContext(**values)
-
-    def validate(self) -> SearChainContext:
-        """Check every set field and return ``self`` with ``task`` normalised.
+    def resolve(self, defaults: SearChainSettings) -> SearChainSettings:
+        """The run's settings: every field set here, the rest from ``defaults``.
 
         Raises:
-            ValueError: a field is out of range; the message names the field.
+            ValueError: a field set here is out of range; the message names the field.
         """
-        if self.max_rounds is not None and (not isinstance(self.max_rounds, int) or self.max_rounds < 1):
-            raise ValueError(f"max_rounds must be an integer >= 1, got {self.max_rounds!r}")
-        for name in ("confidence_threshold", "rouge_threshold"):
-            value = getattr(self, name)
-            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value)):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-        if self.rouge_threshold is not None and not 0.0 <= self.rouge_threshold <= 1.0:
-            raise ValueError(f"rouge_threshold must lie in [0, 1], got {self.rouge_threshold!r}")
-        if self.max_question_chars is not None and self.max_question_chars < 1:
-            raise ValueError(f"max_question_chars must be >= 1, got {self.max_question_chars!r}")
-        if self.task is not None:
-            self.task = normalize_task(self.task)
-        return self
+        values = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        return replace(defaults, **values)

@@ -14,30 +14,26 @@ it carry the same.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime, get_runtime
+from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 
-from searchain_graph.ir.readers.base import Reader
+from searchain_graph.ir.readers.base import Reader, reader_traits
 from searchain_graph.ir.readers.calibration import load_calibration
 from searchain_graph.llms.servers import is_transient
-from searchain_graph.method.context import SearChainContext
-from searchain_graph.method.nodes import SearChainNodes
+from searchain_graph.method.context import DEFAULT_THRESHOLD, SearChainContext, SearChainSettings
+from searchain_graph.method.driver import StepDriver
+from searchain_graph.method.nodes import CONTINUES_AFTER, FRESH_RUN, SearChainSteps
 from searchain_graph.method.state import InputState, OutputState, SearChainState
 from searchain_graph.method.threads import OnBusy, SearChainGraph
-from searchain_graph.method.verdict import DEFAULT_THRESHOLD, QueryMatcher, normalized_duplicate
+from searchain_graph.method.verdict import QueryMatcher, normalized_duplicate
 
 logger = logging.getLogger(__name__)
-
-Body = Callable[[Any, Runtime[Any]], Any]
-"""A node body: ``(state, runtime) -> update``."""
 
 
 def resolve_threshold(reader: Reader, confidence_threshold: float | None = None) -> tuple[float, str]:
@@ -56,47 +52,33 @@ def resolve_threshold(reader: Reader, confidence_threshold: float | None = None)
     saved = load_calibration(reader)
     if saved is not None:
         return float(saved["threshold"]), f"calibration:{saved['path']}"
-    default = getattr(reader, "default_threshold", None)
-    if default is not None:
-        return float(default), str(getattr(reader, "threshold_source", None) or "reader default")
+    traits = reader_traits(reader)
+    if traits.default_threshold is not None:
+        return traits.default_threshold, traits.threshold_source or "reader default"
     return DEFAULT_THRESHOLD, "paper default"
 
 
-class Step(Runnable[Any, Any]):
-    """A graph node with a native sync and async body, and no run of its own.
+def reader_settings(
+    reader: Reader,
+    *,
+    confidence_threshold: float | None = None,
+    verify_yes_no: bool | None = None,
+    **fields: Any,
+) -> tuple[SearChainSettings, str]:
+    """The settings of a graph on ``reader``, and where θ came from: the one place reader defaults resolve.
 
-    LangGraph runs a plain function's async path in a thread, and gives an async-only function no
-    ``invoke``; a ``RunnableLambda(func, afunc)`` has both but shows every node twice in a trace
-    (the graph's node run wrapping the lambda's). This is the pair without the extra run. The
-    baselines' nodes use it too.
+    θ as :func:`resolve_threshold` finds it; ``verify_yes_no`` defaults to the reader's
+    ``answers_yes_no`` (False for the shipped readers, whose *g* is words of the passage and never
+    a yes or no; True for readers that do not say). ``create_searchain_graph``, the oracle-chain
+    benchmark and the calibration all call this, so one node gets one verdict everywhere.
+
+    Raises:
+        ValueError: a field is out of range (the message names it).
     """
-
-    def __init__(self, name: str, func: Body, afunc: Callable[[Any, Runtime[Any]], Awaitable[Any]]) -> None:
-        self.name = name
-        self.func = func
-        self.afunc = afunc
-
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        """Run the sync body with the run's :class:`~langgraph.runtime.Runtime`."""
-        try:
-            return self.func(input, get_runtime())
-        except Exception as exc:
-            self._locate(exc, input)
-            raise
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        """Run the async body with the run's :class:`~langgraph.runtime.Runtime`."""
-        try:
-            return await self.afunc(input, get_runtime())
-        except Exception as exc:
-            self._locate(exc, input)
-            raise
-
-    def _locate(self, exc: Exception, state: Any) -> None:
-        """Say on the exception (a note, shown with its traceback) which step of which round failed."""
-        done = state.get("rounds", 0) if isinstance(state, dict) else 0
-        round_ = done + 1 if self.name == "coq_generation" else max(done, 1)
-        exc.add_note(f"SearChain step {self.name!r} failed in round {round_}: {type(exc).__name__}: {exc}")
+    theta, source = resolve_threshold(reader, confidence_threshold)
+    if verify_yes_no is None:
+        verify_yes_no = reader_traits(reader).answers_yes_no
+    return SearChainSettings(confidence_threshold=theta, verify_yes_no=verify_yes_no, **fields), source
 
 
 DEFAULT_RETRY_POLICY = RetryPolicy(
@@ -197,42 +179,61 @@ def create_searchain_graph(
         raise TypeError(f"retriever must be a LangChain BaseRetriever, got {type(retriever).__name__}")
     if not callable(getattr(reader, "read", None)):
         raise TypeError(f"reader must have a read(query, passage) method, got {type(reader).__name__}")
-    confidence_threshold, source = resolve_threshold(reader, confidence_threshold)
-    logger.info("SearChain θ = %g (%s)", confidence_threshold, source)
-    defaults = SearChainContext(
-        max_rounds=max_rounds,
+    defaults, source = reader_settings(
+        reader,
         confidence_threshold=confidence_threshold,
+        verify_yes_no=verify_yes_no,
+        max_rounds=max_rounds,
         rouge_threshold=rouge_threshold,
         task=task,
         verification=verification,
         completion=completion,
-        verify_yes_no=bool(getattr(reader, "answers_yes_no", True)) if verify_yes_no is None else verify_yes_no,
         max_question_chars=max_question_chars,
-    ).validate()
-    nodes = SearChainNodes(llm, retriever, reader, defaults=defaults, is_duplicate=is_duplicate or normalized_duplicate)
+    )
+    confidence_threshold = defaults.confidence_threshold
+    logger.info("SearChain θ = %g (%s)", confidence_threshold, source)
 
+    def settings(runtime: Runtime[SearChainContext] | None) -> SearChainSettings:
+        ctx = runtime.context if runtime is not None else None
+        if ctx is None:
+            return defaults
+        if not isinstance(ctx, SearChainContext):
+            raise TypeError(f"context must be a SearChainContext, got {type(ctx).__name__}")
+        return ctx.resolve(defaults)
+
+    steps = SearChainSteps(is_duplicate or normalized_duplicate)
+    driver = StepDriver(
+        "searchain",
+        llm,
+        retriever=retriever,
+        reader=reader,
+        settings=settings,
+        fresh=FRESH_RUN,
+        state_schema=SearChainState,
+        title="SearChain",
+    )
     builder = StateGraph(
         SearChainState, context_schema=SearChainContext, input_schema=InputState, output_schema=OutputState
     )
     builder.add_node(
         "coq_generation",
-        Step("coq_generation", nodes.coq_generation, nodes.acoq_generation),
+        driver.node(
+            "coq_generation", steps.coq_generation, starts_run=True, continues_after=CONTINUES_AFTER, opens_round=True
+        ),
         retry_policy=retry_policy,
         metadata={"searchain_step": "coq_generation"},
     )
     builder.add_node(
         "ir_check",
-        Step("ir_check", nodes.ir_check, nodes.air_check),
+        driver.node("ir_check", steps.ir_check),
         destinations=("feedback", "tracing"),
         retry_policy=retry_policy,
         metadata={"searchain_step": "ir_check"},
     )
-    builder.add_node(
-        "feedback", Step("feedback", nodes.feedback, nodes.afeedback), metadata={"searchain_step": "feedback"}
-    )
+    builder.add_node("feedback", driver.node("feedback", steps.feedback), metadata={"searchain_step": "feedback"})
     builder.add_node(
         "tracing",
-        Step("tracing", nodes.tracing, nodes.atracing),
+        driver.node("tracing", steps.tracing),
         retry_policy=retry_policy,
         metadata={"searchain_step": "tracing"},
     )

@@ -8,9 +8,23 @@ is the set *M* of processed queries, ``references`` is the correct reasoning pat
 
 What accumulates over a run (*M*, *R*, *T*, the conversation, the warnings, the cost counters and
 the IR results) is kept by reducers, so that each node returns only what it adds: a round's new
-branch, the nodes IR checked, one LLM call's cost. :func:`new_run` starts a run afresh (LangGraph's
-``Overwrite`` bypasses the reducers), so a second question on a checkpointed thread does not
-inherit the first one's path.
+branch, the nodes IR checked, one LLM call's cost. The step driver
+(:class:`~searchain_graph.method.driver.StepDriver`) starts a run afresh at the entry step
+(LangGraph's ``Overwrite`` bypasses the reducers), so a second question on a checkpointed thread
+does not inherit the first one's path.
+
+Who writes each channel (each is written by one step; the driver writes ``rounds`` and
+``last_step`` for every method):
+
+* ``coq_generation``: ``question`` (validated, at a run's start), ``rounds`` (once per round),
+  ``messages`` (the LLM's reply), ``chain`` and a new branch of ``tree``;
+* ``ir_check``: ``processed`` (*M*), ``references`` (*R*), ``ir_cache``, ``feedback`` (*F*, or
+  ``None`` when every node passed) and the round's ``checks`` on its branch of ``tree``: one
+  record per node of the chain, each with its verdict and the reason, duplicates and the nodes
+  IR did not reach included;
+* ``feedback``: ``messages`` (the rendered correction or completion prompt);
+* ``tracing``: ``final_content`` and ``answer``;
+* every step: ``usage`` (its calls' cost) and ``warnings``.
 """
 
 from __future__ import annotations
@@ -19,7 +33,6 @@ import operator
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, cast
 
-from langgraph.types import Overwrite
 from typing_extensions import TypedDict
 
 NodeSource = Literal["llm", "corrected", "completed"]
@@ -74,11 +87,39 @@ class Feedback(TypedDict):
     query: str
     answer: str
     """The reader's answer ``g`` that the LLM is told to use."""
-    llm_answer: str | None
     passage: str
+    """The passage IR read, as the feedback prompt shows it (title and text)."""
     confidence: float
-    message: str
-    """The rendered feedback prompt sent to the LLM (the paper's template)."""
+    """The reader's confidence ``f``."""
+
+
+class Check(TypedDict, total=False):
+    """The decision IR took on one node of a round's chain (``Branch.checks``), recorded once.
+
+    Every node of a checked branch has one. ``action`` is an IR verdict of
+    :func:`~searchain_graph.method.verdict.ir_verdict` (``pass``, ``correction``,
+    ``completion``, ``no_passage``, ``unsolved_kept``), or ``duplicate`` (``DuplicateQuery``:
+    the query was asked before, see ``duplicate_of``), or ``not_reached`` (IR stopped at an
+    earlier node of the round).
+    """
+
+    node: int
+    query: str
+    action: str
+    reason: str
+    """Why, in a few words."""
+    reader_answer: str
+    """*g* (checked nodes)."""
+    confidence: float | None
+    """*f* (checked nodes)."""
+    threshold: float
+    """θ the node was judged with (checked nodes)."""
+    passage: dict[str, str]
+    """The passage read: ``title``, ``id``, ``snippet``."""
+    rouge_l: float
+    unverifiable: bool
+    duplicate_of: dict[str, object]
+    """``{"round", "node", "query"}``: the earlier node that asked it (duplicates)."""
 
 
 class Branch(TypedDict):
@@ -92,8 +133,8 @@ class Branch(TypedDict):
     final_content: str | None
     raw: str
     """The LLM's raw text for this branch."""
-    checks: list[dict[str, object]]
-    """The IR verdict on each node checked this round (action, ``g``, ``f``)."""
+    checks: list[Check]
+    """IR's decision on each node of this branch (empty until ``ir_check`` has run)."""
 
 
 class Usage(TypedDict):
@@ -121,7 +162,7 @@ def empty_usage() -> Usage:
     }
 
 
-def add_usage(total: Mapping[str, int] | None, more: Mapping[str, int] | None) -> Usage:
+def add_usage(total: Mapping[str, Any] | None, more: Mapping[str, Any] | None) -> Usage:
     """Reducer of ``usage``: counts add up field by field (a node returns only its own calls)."""
     out = empty_usage()
     for part in (total or {}, more or {}):
@@ -153,25 +194,6 @@ def merge_results(
 ) -> dict[str, dict[str, object]]:
     """Reducer of ``ir_cache``: results of newly retrieved queries join the known ones."""
     return {**known, **more}
-
-
-ACCUMULATED: tuple[str, ...] = ("messages", "tree", "warnings", "references", "processed", "usage", "ir_cache")
-"""The channels kept by a reducer, which :func:`new_run` resets."""
-
-
-def new_run(**first: Any) -> dict[str, Any]:
-    """The update that starts a run: every accumulated channel replaced by ``first`` or emptied.
-
-    Example:
-        ``new_run(messages=[prompt, reply], tree=[branch])`` empties *M*, *R*, the warnings and
-        the counters, and starts the conversation and the tree with the first round's.
-    """
-    unknown = set(first) - set(ACCUMULATED)
-    if unknown:
-        raise ValueError(f"new_run() got channels without a reducer: {sorted(unknown)}")
-    empty: dict[str, Any] = {name: [] for name in ACCUMULATED}
-    empty.update(usage=empty_usage(), ir_cache={})
-    return {name: Overwrite(first.get(name, value)) for name, value in empty.items()}
 
 
 class InputState(TypedDict):
@@ -215,6 +237,9 @@ class SearChainState(OutputState):
     processed: NotRequired[Annotated[list[str], operator.add]]
     """*M*: the queries IR has already processed."""
     feedback: NotRequired[Feedback | None]
-    """*F*: the pending feedback, or ``None`` when every node passed."""
+    """*F*: the feedback of the round's IR check, or ``None`` when every node passed."""
     ir_cache: NotRequired[Annotated[dict[str, dict[str, object]], merge_results]]
     """Retrieval and reading results per query, reused when a later branch repeats a query."""
+    last_step: NotRequired[str]
+    """The step that ran last (the driver's): a run continues at ``coq_generation`` only after
+    ``feedback``; anything else there starts a new run."""

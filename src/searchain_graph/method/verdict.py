@@ -26,8 +26,24 @@ from langchain_core.documents import Document
 
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.ir.readers.base import usable_confidence
+from searchain_graph.method.context import DEFAULT_THRESHOLD, SearChainSettings
 from searchain_graph.method.parsing import answer_contains, normalize_answer
-from searchain_graph.method.state import ChainNode, Feedback, Reference
+from searchain_graph.method.state import ChainNode, Check, Feedback, Reference
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "IRResult",
+    "QueryMatcher",
+    "SNIPPET_CHARS",
+    "check_record",
+    "feedback_for",
+    "ir_verdict",
+    "is_yes_no",
+    "normalized_duplicate",
+    "passage_summary",
+    "path_entry",
+    "rouge_l",
+]
 
 IRResult = dict[str, Any]
 """What IR found for one query: ``document`` (a dict or ``None``), the reader's ``answer`` *g* and
@@ -35,10 +51,6 @@ IRResult = dict[str, Any]
 
 QueryMatcher = Callable[[str, Sequence[str]], bool]
 """``is_duplicate(query, processed) -> bool``: the ``DuplicateQuery`` test of Algorithm 1."""
-
-DEFAULT_THRESHOLD = 1.5
-"""θ of the paper (Section 4.1): the DPR reader must be this confident to overrule the LLM."""
-
 
 _YES_NO = re.compile(r"^\W*(yes|no)\W*(?:[,.;:!?]|$)", re.IGNORECASE)
 
@@ -59,37 +71,45 @@ def _rouge_scorer() -> Any:
     return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
 
 
-def ir_verdict(node: ChainNode, result: dict[str, Any], knobs: dict[str, Any]) -> dict[str, Any]:
+def ir_verdict(node: ChainNode, result: IRResult, settings: SearChainSettings) -> dict[str, Any]:
     """Algorithm 1's ``IR(q_i, a_i)``: pass, correction or completion for one node.
 
     Args:
         node: The CoQ node (``query``, ``answer``, ``unsolved``).
         result: What IR found: ``document`` (a dict, or ``None``), the reader's ``answer`` *g*
             and ``confidence`` *f*.
-        knobs: ``completion``, ``verification``, ``confidence_threshold`` (θ),
-            ``rouge_threshold`` (α), ``task`` and optionally ``verify_yes_no`` (default True).
+        settings: The run's settings: ``completion``, ``verification``, θ
+            (``confidence_threshold``), α (``rouge_threshold``), ``task`` and ``verify_yes_no``.
 
     Returns:
-        ``{"action": ...}``: ``"completion"`` for an unsolved query (whatever *f*);
-        ``"correction"`` when ``f > θ`` and *g* is not in the LLM's answer (long form:
-        ROUGE-L of answer and passage < α); ``"pass"`` otherwise (with ``"unverifiable":
-        True`` for a yes/no answer left unchecked, see the module docstring); ``"no_passage"``
-        or ``"unsolved_kept"`` when there is nothing to do.
+        ``{"action": ..., "reason": ...}``: ``"completion"`` for an unsolved query (whatever
+        *f*); ``"correction"`` when ``f > θ`` and *g* is not in the LLM's answer (long form:
+        ROUGE-L of answer and passage < α); ``"pass"`` otherwise (with ``"unverifiable": True``
+        for a yes/no answer left unchecked, see the module docstring); ``"no_passage"`` or
+        ``"unsolved_kept"`` when there is nothing to do. ``reason`` says why, in a few words.
     """
     doc, g, f = result["document"], result["answer"] or "", usable_confidence(result["confidence"])
     if doc is None:
-        return {"action": "no_passage"}
+        return {"action": "no_passage", "reason": "the retriever returned no passage"}
     if node["unsolved"]:
-        return {"action": "completion" if knobs["completion"] else "unsolved_kept"}
-    if not knobs["verification"] or f is None or not f > knobs["confidence_threshold"] or not g:
-        return {"action": "pass"}
-    if not knobs.get("verify_yes_no", True) and knobs["task"] != "longform" and is_yes_no(node["answer"]):
-        return {"action": "pass", "unverifiable": True}
-    if knobs["task"] == "longform":
+        if settings.completion:
+            return {"action": "completion", "reason": "an unsolved query is always completed"}
+        return {"action": "unsolved_kept", "reason": "completion is off"}
+    if not settings.verification:
+        return {"action": "pass", "reason": "verification is off"}
+    if f is None or not f > settings.confidence_threshold or not g:
+        why = "the reader found no answer" if f is not None and not g else "f <= θ: the reader is not confident"
+        return {"action": "pass", "reason": why}
+    if not settings.verify_yes_no and settings.task != "longform" and is_yes_no(node["answer"]):
+        return {"action": "pass", "unverifiable": True, "reason": "a yes/no answer this reader cannot check"}
+    if settings.task == "longform":
         score = rouge_l(node["answer"] or "", doc["page_content"])
-        consistent = score >= knobs["rouge_threshold"]
-        return {"action": "pass" if consistent else "correction", "rouge_l": score}
-    return {"action": "pass" if answer_contains(node["answer"], g) else "correction"}
+        if score >= settings.rouge_threshold:
+            return {"action": "pass", "rouge_l": score, "reason": "ROUGE-L(answer, passage) >= α"}
+        return {"action": "correction", "rouge_l": score, "reason": "f > θ and ROUGE-L(answer, passage) < α"}
+    if answer_contains(node["answer"], g):
+        return {"action": "pass", "reason": "f > θ and g is in the answer"}
+    return {"action": "correction", "reason": "f > θ and g is not in the answer"}
 
 
 def normalized_duplicate(query: str, processed: Sequence[str]) -> bool:
@@ -118,15 +138,13 @@ def passage_summary(doc: dict[str, Any], chars: int = SNIPPET_CHARS) -> dict[str
     }
 
 
-def check_record(
-    node: ChainNode, result: IRResult, verdict: dict[str, Any], threshold: float | None = None
-) -> dict[str, object]:
+def check_record(node: ChainNode, result: IRResult, verdict: dict[str, Any], threshold: float | None = None) -> Check:
     """The record of one verdict kept on its branch of the tree (``Branch.checks``).
 
     Besides the verdict, *g* and *f*, it keeps θ and the passage read (title, id and the first
     ``SNIPPET_CHARS`` characters), so that the tree can be drawn without the IR cache.
     """
-    record: dict[str, object] = {
+    record: Check = {
         "node": node["index"],
         "query": node["query"],
         "action": verdict["action"],
@@ -138,7 +156,7 @@ def check_record(
     doc = result.get("document")
     if doc is not None:
         record["passage"] = passage_summary(doc)
-    for key in ("rouge_l", "unverifiable"):
+    for key in ("rouge_l", "unverifiable", "reason"):
         if key in verdict:
             record[key] = verdict[key]
     return record
@@ -167,8 +185,6 @@ def feedback_for(action: str, node: ChainNode, result: IRResult) -> Feedback:
         "node": node["index"],
         "query": node["query"],
         "answer": result["answer"],
-        "llm_answer": node["answer"],
         "passage": passage_text(Document(page_content=doc["page_content"], metadata=doc["metadata"])),
         "confidence": float(result["confidence"]),
-        "message": "",
     }

@@ -167,7 +167,7 @@ class RunManager:
                     if not isinstance(chunk, dict):
                         continue
                     if mode == "updates":
-                        line = progress_line(chunk)
+                        line = progress_line(chunk, state)
                         continue
                     state = chunk
                     if line is not None or state.get("rounds"):

@@ -85,9 +85,16 @@ def _node(branch_round: int, node: dict[str, Any]) -> str:
     if node["started_round"] is not None:
         started = node["started_round"]
         edge = f'<a class="edge" href="#round-{started}">→ feedback started round {started}</a>'
+    was = node["duplicate_of"]
+    if was and was.get("round") is not None:
+        edge += (
+            f'<a class="edge" href="#r{_e(was["round"])}-n{_e(was["node"])}">= round {_e(was["round"])}, '
+            f"node {_e(was['node'])}: {_e(was.get('query') or '')}</a>"
+        )
+    why = f' title="{_e(node["reason"])}"' if node["reason"] else ""
     return (
         f'<li class="node" id="{anchor}" data-node="{node["index"]}" data-verdict="{_e(node["verdict"])}">'
-        f'<span class="verdict">{_e(node["label"])}</span>'
+        f'<span class="verdict"{why}>{_e(node["label"])}</span>'
         f'<div><div><span class="q">[Query {node["index"]}] {_e(node["query"])}</span> {answer}</div>'
         f"{ir}{_passage(node['passage'], 400)}{edge}</div></li>"
     )

@@ -36,6 +36,9 @@ def _node_row(node: dict[str, Any]) -> str:
         verdict += " (yes/no, not verified)"
     if node["started_round"] is not None:
         verdict += f" → round {node['started_round']}"
+    was = node["duplicate_of"]
+    if was and was.get("round") is not None:
+        verdict += f" of round {was['round']}, node {was['node']}"
     g = _cell(node["g"], 60) if node["g"] is not None else ""
     return f"| {node['index']} | {_cell(node['query'], 120)} | {answer} | {read} | {g} | {confidence} | {verdict} |"
 

@@ -11,8 +11,13 @@ from typing import Any
 __all__ = ["progress_line"]
 
 
-def progress_line(update: Mapping[str, Any]) -> str | None:
+def progress_line(update: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> str | None:
     """What one ``updates`` chunk (``{node: delta}``) did, or ``None`` for a step not worth a line.
+
+    Args:
+        update: The chunk.
+        state: The run's state before the step (the last ``values`` chunk): the feedback step's
+            line names the feedback that the IR check recorded there.
 
     Example:
         ``round 1: CoQ with 3 nodes (0 unsolved)``, ``  IR: node 1 pass (f=1.30), node 2 correction
@@ -33,8 +38,8 @@ def progress_line(update: Mapping[str, Any]) -> str | None:
                 for c in checks
             ]
             return "  IR: " + (", ".join(parts) if parts else "nothing new to check")
-        if node == "feedback" and delta.get("feedback"):
-            fb = delta["feedback"]
+        if node == "feedback" and state is not None and state.get("feedback"):
+            fb = state["feedback"]
             return f"  feedback: {fb['kind']} of {fb['query']!r} -> {fb['answer']!r}"
         if node == "tracing":
             return "tracing: writing the final content"

@@ -1,7 +1,9 @@
 """The Tree-of-Reasoning of a SearChain run as plain data, ready to draw (the paper's Figure 1).
 
 :func:`tree_view` reads a run's output (or the partial state of a run still going: any key may
-be missing) and returns, per round, the branch the LLM wrote with each node's verdict from IR;
+be missing) and returns, per round, the branch the LLM wrote with each node's verdict from IR,
+exactly as the graph recorded it (``Branch.checks``: one record per node, duplicates and the
+nodes not reached included; nothing is worked out again here);
 the feedback edges (the node IR corrected or completed, and the branch it started); the path *R*
 with its passages; and the final content split into text and ``[n]`` citations. The HTML and
 Markdown renderers (:mod:`.html`, :mod:`.markdown`) only format this.
@@ -13,7 +15,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from searchain_graph.method.parsing import normalize_answer
 from searchain_graph.method.verdict import passage_summary
 
 __all__ = ["VERDICTS", "citation_segments", "compact_run", "fmt_number", "tree_view"]
@@ -28,9 +29,9 @@ VERDICTS: dict[str, str] = {
     "not_reached": "not reached",
     "pending": "pending",
 }
-"""Each verdict a node can show, by its key: IR's actions, and ``duplicate`` (already checked in
-an earlier round, Algorithm 1's *M*), ``not_reached`` (IR stopped at an earlier node of the round)
-and ``pending`` (the run has not checked this round yet)."""
+"""Each verdict a node can show, by its key: IR's actions, ``duplicate`` (asked before: Algorithm
+1's *M*, or an earlier node of the chain), ``not_reached`` (IR stopped at an earlier node of the
+round), all recorded by the graph, and ``pending`` (the run has not checked this round yet)."""
 
 
 def fmt_number(value: Any) -> str:
@@ -89,6 +90,8 @@ def _node_view(node: Mapping[str, Any], check: Mapping[str, Any] | None, verdict
         "passage": None,
         "unverifiable": False,
         "rouge_l": None,
+        "reason": None,
+        "duplicate_of": None,
         "started_round": None,
     }
     if check is not None:
@@ -99,6 +102,8 @@ def _node_view(node: Mapping[str, Any], check: Mapping[str, Any] | None, verdict
             passage=_passage(check.get("passage")),
             unverifiable=bool(check.get("unverifiable")),
             rouge_l=check.get("rouge_l"),
+            reason=check.get("reason"),
+            duplicate_of=dict(check["duplicate_of"]) if check.get("duplicate_of") else None,
         )
     return view
 
@@ -115,7 +120,8 @@ def tree_view(output: Mapping[str, Any]) -> dict[str, Any]:
         "references", "final_segments"}``; each branch is ``{"round", "depth", "parent", "nodes",
         "final_content"}`` (``depth``: how many feedback edges lead to it from the root) and
         each node carries ``verdict`` (a key of :data:`VERDICTS`), ``label``, *g*, *f*, θ, the
-        passage read and ``started_round`` (the round its feedback started, if any).
+        passage read, the graph's ``reason``, ``duplicate_of`` (``{"round", "node", "query"}``
+        for a duplicate) and ``started_round`` (the round its feedback started, if any).
     """
     done = bool(output.get("final_content") or output.get("answer"))
     branches_in: Sequence[Mapping[str, Any]] = output.get("tree") or []
@@ -124,22 +130,17 @@ def tree_view(output: Mapping[str, Any]) -> dict[str, Any]:
         parent = branch.get("parent")
         if parent:
             started[(parent.get("round"), parent.get("node"))] = branch.get("round")
-    checked_before: set[str] = set()
     depth: dict[int, int] = {}
     branches = []
     for branch in sorted(branches_in, key=lambda b: int(b.get("round") or 0)):
         checks = {int(c.get("node") or 0): c for c in branch.get("checks") or []}
-        has_checks = "checks" in branch and bool(branch.get("checks"))
+        has_checks = bool(checks)
         nodes = []
         for node in branch.get("nodes") or []:
             check = checks.get(int(node.get("index") or 0))
-            query = normalize_answer(str(node.get("query") or ""))
             if check is not None:
                 verdict = str(check.get("action") or "pass")
                 verdict = verdict if verdict in VERDICTS else "pass"
-                checked_before.add(query)  # a later node asking it again is a duplicate
-            elif query in checked_before:
-                verdict = "duplicate"
             elif has_checks or done:
                 verdict = "not_reached"
             else:
@@ -147,7 +148,6 @@ def tree_view(output: Mapping[str, Any]) -> dict[str, Any]:
             view = _node_view(node, check, verdict)
             view["started_round"] = started.get((branch.get("round"), view["index"]))
             nodes.append(view)
-        checked_before |= {normalize_answer(str(c.get("query") or "")) for c in checks.values()}
         rnd, parent = int(branch.get("round") or 0), branch.get("parent")
         depth[rnd] = depth.get(int(parent.get("round") or 0), 0) + 1 if parent else 0
         branches.append(

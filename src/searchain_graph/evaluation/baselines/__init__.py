@@ -40,8 +40,16 @@ Modules, one per method family:
 * :mod:`~searchain_graph.evaluation.baselines.prompts`: their prompts and demonstrations
   (:mod:`~searchain_graph.evaluation.baselines.prompts_more` for the methods added later);
 * :mod:`~searchain_graph.evaluation.baselines.common`: the shared state, answer parsing and
-  paragraph rendering; :mod:`~searchain_graph.evaluation.baselines.driver`: how the nodes call the
-  LLM, retriever and reader (one body for ``invoke`` and ``ainvoke``).
+  paragraph rendering; :mod:`~searchain_graph.evaluation.baselines.driver`: how a baseline is
+  built on SearChain's step protocol (its settings, its driver, the shared steps and the graph).
+
+Every node is a step, written as SearChain's are (:mod:`searchain_graph.method.steps`): a
+generator ``(state, settings)`` that yields ``Generate`` (LLM), ``Retrieve`` and ``Read``
+requests and returns its update, so one body serves ``invoke`` and ``ainvoke``. A
+``StepDriver`` bound to the method's LLM, retriever and reader performs the requests, traces
+them, adds their cost to the step's ``usage`` (the state sums it), starts a new run at the entry
+step and writes ``rounds`` where a step opens a round. ReAct on LangChain's agent and DSP run a
+whole program in one step and return its cost themselves.
 
 Design choices (see each factory for details):
 
@@ -59,10 +67,12 @@ Design choices (see each factory for details):
   Prompting" reader, ``answer_mode="reader"``) or parsed from the chain of thought
   (``answer_mode="cot"``, which falls back to reading when the chain states no answer).
 
-Every LLM call, retrieval and reading runs under its own run name (``cot_generation``,
+Every LLM call, retrieval and reading is labelled with its step (``cot_generation``,
 ``direct_answer``, ``coq_generation``, ``self_ask_generation``, ``follow_up_answer``, ``reason``,
-``answer``, ``retrieve``, ``read``) with ``searchain_step``, ``searchain_round`` and
-``searchain_method`` in its metadata, like SearChain's.
+``answer``, ``retrieve``, ``read``, ...), its round and its method (``searchain_step``,
+``searchain_round`` and ``searchain_method`` in its metadata), like SearChain's. A retrieval's or
+reading's run is named after its step unless it runs in the node of that name (a trace shows no
+name twice); an LLM call's run keeps the model's name.
 """
 
 from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, final_answer, reasoning_steps

@@ -16,11 +16,18 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _examples, _self_ask_example
-from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node, _one_node
+from searchain_graph.evaluation.baselines.common import MethodState, render_examples, self_ask_example
+from searchain_graph.evaluation.baselines.driver import (
+    BaselineGraph,
+    BaselineSettings,
+    baseline_driver,
+    compile_graph,
+    finish,
+    graph_builder,
+    one_node_graph,
+)
 from searchain_graph.evaluation.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
     Demonstration,
@@ -33,7 +40,7 @@ from searchain_graph.evaluation.baselines.prompts_more import (
     LTM_SOLVED,
     SELF_ASK_NO_IR_PROMPT,
 )
-from searchain_graph.method.state import InputState
+from searchain_graph.method.steps import Generate, StepBody
 
 __all__ = ["create_least_to_most_graph", "create_self_ask_no_ir_graph", "sub_questions"]
 
@@ -61,7 +68,7 @@ def create_least_to_most_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "least_to_most",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     """Least-to-Most prompting (Zhou et al., 2023): decompose, then solve from the easiest up.
 
     ``ltm_decompose`` asks for the sub-questions (quoted, easiest first; the demonstrations use
@@ -86,63 +93,62 @@ def create_least_to_most_graph(
     """
     if not isinstance(max_sub_questions, int) or max_sub_questions < 1:
         raise ValueError(f"max_sub_questions must be >= 1, got {max_sub_questions!r}")
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars)
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings, steps=[], done=False)
     fmt = BASELINE_ANSWER_FORMATS
 
     def solved(pairs: Any) -> str:
         return "".join(LTM_SOLVED.format(question=q, answer=a) for q, a in pairs)
 
-    def decompose(state: MethodState) -> _Node:
-        update = methods.start(state, steps=[])
-        question = methods.question(update["question"])
-        examples = _examples(
-            methods.task,
+    def decompose(state: MethodState, settings: BaselineSettings) -> StepBody:
+        question = settings.question(state["question"])
+        examples = render_examples(
+            settings.task,
             lambda d, q: LTM_DECOMPOSE_EXAMPLE.format(
                 question=q, sub_questions=", ".join(f'"{fq}"' for fq, _ in d.follow_ups)
             ),
         )
-        text, usage = yield from methods.generate(
-            update["usage"], LTM_DECOMPOSE_PROMPT.format(examples=examples, question=question), "ltm_decompose", 1
-        )
+        text = yield Generate.prompt(LTM_DECOMPOSE_PROMPT.format(examples=examples, question=question))
         subs = sub_questions(text.split("\n\n")[0], question, max_sub_questions)
         warnings = [] if subs else ["the decomposition named no sub-question: the question is answered directly"]
-        steps = [{"question": q, "answer": None} for q in subs]
-        return {**update, "usage": usage, "steps": steps, "warnings": warnings}
+        return {"steps": [{"question": q, "answer": None} for q in subs], "warnings": warnings}
 
-    def solve(state: MethodState) -> _Node:
+    def solve(state: MethodState, settings: BaselineSettings) -> StepBody:
         steps = [dict(s) for s in state.get("steps") or []]
         todo = next((i for i, s in enumerate(steps) if s["answer"] is None), None)
-        target = steps[todo]["question"] if todo is not None else methods.question(state["question"])
+        target = steps[todo]["question"] if todo is not None else settings.question(state["question"])
         done = [(s["question"], s["answer"]) for s in steps if s["answer"] is not None]
 
         def render(d: Demonstration, q: str) -> str:
             return LTM_SOLVE_EXAMPLE.format(solved=solved(d.follow_ups), question=q, answer=d.answer)
 
         prompt = LTM_SOLVE_PROMPT.format(
-            answer_format=fmt[methods.task] if todo is None else fmt["multihop"],
-            examples=_examples(methods.task, render),
+            answer_format=fmt[settings.task] if todo is None else fmt["multihop"],
+            examples=render_examples(settings.task, render),
             solved=solved(done),
             question=target,
         )
-        rnd = len(done) + 1
-        text, usage = yield from methods.generate(state["usage"], prompt, "ltm_solve", rnd, ["\nQ:"])
+        # The call's round is the question it solves: sub-question i is round i, the question the last.
+        text = yield Generate.prompt(prompt, stop=["\nQ:"], round=len(done) + 1)
         if todo is not None:
             steps[todo]["answer"] = " ".join(text.split()) or "unknown"
-            return {"usage": usage, "steps": steps, "rounds": len(done) + 1}
-        out = methods.finish({"usage": usage}, text, list(state["warnings"]), steps=steps)
+            return {"steps": steps, "rounds": len(done) + 1}
+        out = {**finish(text, state["warnings"], settings.task), "steps": steps, "done": True}
         out["final_content"] = (solved(done) + f"Q: {target}\nA: {text.strip()}").strip()
         return out
 
     def route(state: MethodState) -> Literal["ltm_solve", "__end__"]:
-        return "ltm_solve" if state.get("pending") else "__end__"
+        return "__end__" if state.get("done") else "ltm_solve"
 
-    builder = _builder()
-    builder.add_node("ltm_decompose", methods.node(decompose, "ltm_decompose"), retry_policy=retry_policy)
-    builder.add_node("ltm_solve", methods.node(solve, "ltm_solve"), retry_policy=retry_policy)
+    builder = graph_builder()
+    builder.add_node(
+        "ltm_decompose", driver.node("ltm_decompose", decompose, starts_run=True), retry_policy=retry_policy
+    )
+    builder.add_node("ltm_solve", driver.node("ltm_solve", solve), retry_policy=retry_policy)
     builder.add_edge(START, "ltm_decompose")
     builder.add_edge("ltm_decompose", "ltm_solve")
     builder.add_conditional_edges("ltm_solve", route, ["ltm_solve", END])
-    return _compile(builder, checkpointer, name)
+    return compile_graph(builder, checkpointer, name)
 
 
 def create_self_ask_no_ir_graph(
@@ -153,7 +159,7 @@ def create_self_ask_no_ir_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "self_ask_no_ir",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     """Self-Ask without retrieval (Press et al., 2023): follow-ups and their answers in one reply.
 
     The Self-Ask demonstrations and format of
@@ -173,21 +179,21 @@ def create_self_ask_no_ir_graph(
         A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` (the whole
         reply in ``final_content``).
     """
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars)
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings)
 
-    def body(state: MethodState) -> _Node:
-        update = methods.start(state)
+    def body(state: MethodState, settings: BaselineSettings) -> StepBody:
         prompt = SELF_ASK_NO_IR_PROMPT.format(
-            answer_format=BASELINE_ANSWER_FORMATS[methods.task],
-            examples=_examples(methods.task, _self_ask_example),
-            question=methods.question(update["question"]),
+            answer_format=BASELINE_ANSWER_FORMATS[settings.task],
+            examples=render_examples(settings.task, self_ask_example),
+            question=settings.question(state["question"]),
         )
-        text, usage = yield from methods.generate(update["usage"], prompt, "self_ask_generation", 1, ["\nQuestion:"])
+        text = yield Generate.prompt(prompt, stop=["\nQuestion:"], step="self_ask_generation")
         final = re.search(r"final\s+answer\s*(?:is|:)", text, re.IGNORECASE)
         warnings = [] if final else ["the model wrote no final answer; its last line is taken"]
         content = text[final.start() :] if final else (text.strip().splitlines() or [""])[-1]
-        out = methods.finish({**update, "usage": usage, "rounds": 1}, content, warnings)
-        out["final_content"] = text.strip()
-        return out
+        return {**finish(content, warnings, settings.task), "final_content": text.strip()}
 
-    return _one_node(methods, "self_ask_no_ir", body, retry_policy, checkpointer, name)
+    return one_node_graph(
+        driver, "self_ask_no_ir", body, retry_policy=retry_policy, checkpointer=checkpointer, name=name
+    )

@@ -13,24 +13,29 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
 from searchain_graph.evaluation.baselines.common import (
-    MethodOutput,
     MethodState,
-    _examples,
-    _paragraph,
-    _paragraphs,
+    render_examples,
+    render_paragraph,
+    render_paragraphs,
 )
-from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node, _one_shot
+from searchain_graph.evaluation.baselines.driver import (
+    BaselineGraph,
+    BaselineSettings,
+    baseline_driver,
+    compile_graph,
+    graph_builder,
+    one_shot,
+)
 from searchain_graph.evaluation.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
     DIRECT_RETRIEVAL_EXAMPLE,
     DIRECT_RETRIEVAL_PROMPT,
     PARAGRAPH_SEPARATOR,
 )
-from searchain_graph.method.state import InputState
+from searchain_graph.method.steps import Retrieve, StepBody
 
 __all__ = ["create_direct_retrieval_graph"]
 
@@ -45,7 +50,7 @@ def create_direct_retrieval_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "direct_retrieval",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     """The paper's "Direct Retrieval": retrieve the top ``k`` with the question, give them, answer.
 
     The prompt is IRCoT's paragraph layout ("Wikipedia Title: ..." then the text) with two
@@ -67,38 +72,36 @@ def create_direct_retrieval_graph(
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k!r}")
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars, retriever=retriever)
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings, retriever=retriever)
 
-    def retrieve(state: MethodState) -> _Node:
-        update = methods.start(state)
-        docs, usage = yield from methods.retrieve(update["usage"], update["question"], k, 1)
+    def retrieve(state: MethodState, settings: BaselineSettings) -> StepBody:
+        (docs,) = yield Retrieve([state["question"]], k=k)
         warnings = [] if docs else ["round 1: no passage retrieved"]
-        return {**update, "usage": usage, "passages": docs, "warnings": warnings}
+        return {"passages": docs, "warnings": warnings}
 
-    def render(state: MethodState, question: str) -> str:
-        examples = _examples(
-            methods.task,
+    def render(state: MethodState, settings: BaselineSettings) -> str:
+        examples = render_examples(
+            settings.task,
             lambda d, q: DIRECT_RETRIEVAL_EXAMPLE.format(
-                paragraphs=PARAGRAPH_SEPARATOR.join(_paragraph(t, x) for t, x in d.paragraphs),
+                paragraphs=PARAGRAPH_SEPARATOR.join(render_paragraph(t, x) for t, x in d.paragraphs),
                 question=q,
                 answer=d.answer,
             ),
         )
         return DIRECT_RETRIEVAL_PROMPT.format(
-            answer_format=BASELINE_ANSWER_FORMATS[methods.task],
+            answer_format=BASELINE_ANSWER_FORMATS[settings.task],
             examples=examples,
-            paragraphs=_paragraphs(state["passages"]),
-            question=question,
+            paragraphs=render_paragraphs(state["passages"]),
+            question=settings.question(state["question"]),
         )
 
-    builder = _builder()
-    builder.add_node("retrieve", methods.node(retrieve, "retrieve"), retry_policy=retry_policy)
+    builder = graph_builder()
     builder.add_node(
-        "direct_answer",
-        methods.node(_one_shot(methods, "direct_answer", render), "direct_answer"),
-        retry_policy=retry_policy,
+        "retrieve", driver.node("retrieve", retrieve, starts_run=True, opens_round=True), retry_policy=retry_policy
     )
+    builder.add_node("direct_answer", driver.node("direct_answer", one_shot(render)), retry_policy=retry_policy)
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "direct_answer")
     builder.add_edge("direct_answer", END)
-    return _compile(builder, checkpointer, name)
+    return compile_graph(builder, checkpointer, name)

@@ -13,7 +13,8 @@ The adapter to this project's components:
 * :class:`LangChainEngine` is a DSPy engine (``dspy.LM(engine=...)``, DSPy 3.4's contract for
   custom models) over any LangChain chat model: DSPy's canonical request becomes LangChain
   messages, the reply a DSPy response. Its calls run inside the graph's node, so they nest under
-  it in LangSmith traces and are counted in ``usage`` like every other method's.
+  it in LangSmith traces; the node returns their cost as its ``usage``, counted like every other
+  method's calls.
 * Retrieval is the harness's LangChain retriever, called directly (DSPy 3 programs call any
   Python search function).
 
@@ -30,18 +31,21 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import run_in_executor
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _merge, final_answer
-from searchain_graph.evaluation.baselines.driver import _builder, _compile, _config, _Methods
-from searchain_graph.method.calls import count_usage, doc_dict, message_text
-from searchain_graph.method.graph import Step
-from searchain_graph.method.state import DocumentDict, InputState, Usage
+from searchain_graph.evaluation.baselines.common import MethodState, final_answer, merge_passages
+from searchain_graph.evaluation.baselines.driver import (
+    BaselineGraph,
+    BaselineSettings,
+    baseline_driver,
+    blocking_node,
+    compile_graph,
+    graph_builder,
+)
+from searchain_graph.method.calls import call_usage, doc_dict, message_text, trace_config
+from searchain_graph.method.state import DocumentDict, Usage, add_usage, empty_usage
 
 __all__ = ["LangChainEngine", "create_dsp_graph"]
 
@@ -178,12 +182,13 @@ def create_dsp_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "dsp",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     """DSP's multi-hop retrieve-then-read program, run by the ``dspy`` package on this LLM and retriever.
 
     One node, ``dsp_multihop``, runs the program: ``max_hops`` query-writing calls, each followed
     by a retrieval of ``passages_per_hop`` passages (each at most :data:`PASSAGE_CHARS`
-    characters), then the answering call (DSPy's defaults: 2 hops, 3 passages). A reply DSPy
+    characters), then the answering call (DSPy's defaults: 2 hops, 3 passages); it returns their
+    cost as its ``usage`` (under ``ainvoke`` the program runs in a worker thread). A reply DSPy
     cannot parse ends the run with an empty answer and a warning naming DSPy's error.
 
     Args:
@@ -211,7 +216,8 @@ def create_dsp_graph(
         raise ValueError(f"max_hops must be >= 1, got {max_hops!r}")
     if not isinstance(passages_per_hop, int) or passages_per_hop < 1:
         raise ValueError(f"passages_per_hop must be >= 1, got {passages_per_hop!r}")
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars, retriever=retriever)
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings, retriever=retriever)
     lm = dspy.LM(
         f"langchain/{getattr(llm, 'model_name', None) or type(llm).__name__}",
         engine=LangChainEngine(llm),
@@ -219,7 +225,7 @@ def create_dsp_graph(
     )
 
     def run_program(question: str, found: list[list[DocumentDict]]) -> Any:
-        config = _config("retrieve", 1, name)
+        config = trace_config("retrieve", 1, named=False, searchain_method=name)
 
         def search(query: str, k: int) -> list[str]:
             docs = [doc_dict(d) for d in list(retriever.invoke(query, config=config))[:k]]
@@ -229,44 +235,39 @@ def create_dsp_graph(
         program = _program(max_hops, passages_per_hop, search)
         with dspy.context(lm=lm):
             try:
-                return program(question=methods.question(question))
+                return program(question=question)
             except AdapterParseError as exc:  # the LLM ignored DSPy's format: the run ends, the graph does not
                 return exc
 
-    def settle(
-        start: dict[str, Any], calls: list[Any], found: list[list[DocumentDict]], outcome: Any
-    ) -> dict[str, Any]:
-        usage: Usage = start["usage"]
-        for sent, reply in calls:
-            usage = count_usage(usage, sent, reply)
-        usage = {**usage, "retrieval_calls": usage["retrieval_calls"] + len(found)}
-        passages = _merge([], [d for docs in found for d in docs])
-        out = {**start, "usage": usage, "passages": passages, "rounds": len(found), "pending": False}
-        if isinstance(outcome, Exception):
-            warning = f"DSPy could not parse the LLM's reply: {' '.join(str(outcome).split())[:300]}"
-            return {**out, "warnings": [*start["warnings"], warning]}
-        reasoning = " ".join(str(getattr(outcome, "reasoning", "") or "").split())
-        answer = " ".join(str(outcome.answer or "").split())
-        content = f"{reasoning} So the answer is: {answer}".strip()
-        return {**out, "final_content": content, "answer": final_answer(f"So the answer is: {answer}", methods.task)}
-
-    def run(state: MethodState, runtime: Runtime[Any]) -> dict[str, Any]:
-        start = methods.start(state)
+    def run(state: MethodState, settings: BaselineSettings) -> dict[str, Any]:
+        # DSPy calls the model and the retriever itself: their calls are this step's usage.
         calls: list[tuple[list[BaseMessage], BaseMessage]] = []
         found: list[list[DocumentDict]] = []
         token = _calls.set(calls)
         try:
-            outcome = run_program(start["question"], found)
+            outcome = run_program(settings.question(state["question"]), found)
         finally:
             _calls.reset(token)
-        return settle(start, calls, found, outcome)
+        usage: Usage = empty_usage()
+        for sent, reply in calls:
+            usage = add_usage(usage, call_usage(sent, reply))
+        out: dict[str, Any] = {
+            "usage": add_usage(usage, {"retrieval_calls": len(found)}),
+            "passages": merge_passages([], [d for docs in found for d in docs]),
+            "rounds": len(found),
+        }
+        if isinstance(outcome, Exception):
+            warning = f"DSPy could not parse the LLM's reply: {' '.join(str(outcome).split())[:300]}"
+            return {**out, "warnings": [*state["warnings"], warning]}
+        reasoning = " ".join(str(getattr(outcome, "reasoning", "") or "").split())
+        answer = " ".join(str(outcome.answer or "").split())
+        content = f"{reasoning} So the answer is: {answer}".strip()
+        return {**out, "final_content": content, "answer": final_answer(f"So the answer is: {answer}", settings.task)}
 
-    async def arun(state: MethodState, runtime: Runtime[Any]) -> dict[str, Any]:
-        # DSPy's program is synchronous here; it runs in a worker thread with this context (traces, runtime).
-        return await run_in_executor(None, run, state, runtime)
-
-    builder = _builder()
-    builder.add_node("dsp_multihop", Step("dsp_multihop", run, arun), retry_policy=retry_policy)
+    builder = graph_builder()
+    builder.add_node(
+        "dsp_multihop", blocking_node(driver, "dsp_multihop", run, starts_run=True), retry_policy=retry_policy
+    )
     builder.add_edge(START, "dsp_multihop")
     builder.add_edge("dsp_multihop", END)
-    return _compile(builder, checkpointer, name)
+    return compile_graph(builder, checkpointer, name)

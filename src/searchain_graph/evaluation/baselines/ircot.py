@@ -14,27 +14,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
 from searchain_graph.evaluation.baselines.common import (
-    _LABEL,
-    MethodOutput,
+    ANSWER_LABEL,
     MethodState,
-    _cot_answer,
-    _examples,
-    _merge,
-    _paragraph,
-    _paragraphs,
-    _sentences,
+    cot_answer,
+    merge_passages,
+    render_examples,
+    render_paragraph,
+    render_paragraphs,
+    split_sentences,
 )
-from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node
+from searchain_graph.evaluation.baselines.driver import (
+    BaselineGraph,
+    BaselineSettings,
+    baseline_driver,
+    compile_graph,
+    finish,
+    graph_builder,
+)
 from searchain_graph.evaluation.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
     DIRECT_RETRIEVAL_EXAMPLE,
@@ -43,7 +48,8 @@ from searchain_graph.evaluation.baselines.prompts import (
     IRCOT_REASON_PROMPT,
     PARAGRAPH_SEPARATOR,
 )
-from searchain_graph.method.state import DocumentDict, InputState
+from searchain_graph.method.state import DocumentDict
+from searchain_graph.method.steps import Generate, Retrieve, StepBody
 
 __all__ = ["AnswerMode", "create_ircot_graph", "first_sentence"]
 
@@ -59,9 +65,9 @@ def first_sentence(reply: str, previous: Sequence[str] = ()) -> str:
     restates the chain so far) are skipped. Returns "" when the reply has no new sentence.
     """
     line = next((ln for ln in (reply or "").splitlines() if ln.strip()), "")
-    line = " ".join(_LABEL.sub("", line).split())
+    line = " ".join(ANSWER_LABEL.sub("", line).split())
     seen = {" ".join(s.split()) for s in previous}
-    return next((s for s in _sentences(line) if s not in seen), "")
+    return next((s for s in split_sentences(line) if s not in seen), "")
 
 
 def create_ircot_graph(
@@ -77,7 +83,7 @@ def create_ircot_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "ircot",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     r"""IRCoT: interleaving retrieval with chain-of-thought reasoning (Trivedi et al., 2023).
 
     ``retrieve`` (K paragraphs for the question) then, in turn, ``reason`` (the LLM writes the
@@ -119,94 +125,89 @@ def create_ircot_graph(
             raise ValueError(f"{label} must be >= 1, got {value!r}")
     if answer_mode not in ("reader", "cot"):
         raise ValueError(f"answer_mode must be 'reader' or 'cot', got {answer_mode!r}")
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars, retriever=retriever)
-    answer_format = BASELINE_ANSWER_FORMATS[methods.task]
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings, retriever=retriever, paragraphs=[], cot=[], query=None, done=False)
+    answer_format = BASELINE_ANSWER_FORMATS[settings.task]
 
     def reason_prompt(question: str, paragraphs: Sequence[DocumentDict], cot: Sequence[str]) -> str:
-        examples = _examples(
-            methods.task,
+        examples = render_examples(
+            settings.task,
             lambda d, q: IRCOT_EXAMPLE.format(
-                paragraphs=PARAGRAPH_SEPARATOR.join(_paragraph(t, x) for t, x in d.paragraphs),
+                paragraphs=PARAGRAPH_SEPARATOR.join(render_paragraph(t, x) for t, x in d.paragraphs),
                 question=q,
                 reasoning=" ".join(d.reasoning),
-                answer=_cot_answer(d.answer),
+                answer=cot_answer(d.answer),
             ),
         )
         return IRCOT_REASON_PROMPT.format(
             answer_format=answer_format,
             examples=examples,
-            paragraphs=_paragraphs(paragraphs),
+            paragraphs=render_paragraphs(paragraphs),
             question=question,
             cot=" ".join(cot),
         ).rstrip()
 
     def reader_prompt(question: str, paragraphs: Sequence[DocumentDict]) -> str:
-        examples = _examples(
-            methods.task,
+        examples = render_examples(
+            settings.task,
             lambda d, q: DIRECT_RETRIEVAL_EXAMPLE.format(
-                paragraphs=PARAGRAPH_SEPARATOR.join(_paragraph(t, x) for t, x in d.paragraphs),
+                paragraphs=PARAGRAPH_SEPARATOR.join(render_paragraph(t, x) for t, x in d.paragraphs),
                 question=q,
                 answer=d.answer,
             ),
         )
         return IRCOT_READER_PROMPT.format(
-            answer_format=answer_format, examples=examples, paragraphs=_paragraphs(paragraphs), question=question
+            answer_format=answer_format,
+            examples=examples,
+            paragraphs=render_paragraphs(paragraphs),
+            question=question,
         )
 
-    def retrieve(state: MethodState) -> _Node:
-        fresh = not state.get("pending")
-        update = methods.start(state, paragraphs=[], cot=[], query=None, done=False) if fresh else {}
-        current = cast(MethodState, {**state, **update})
-        query = current["question"] if fresh else (current.get("query") or current["question"])
-        rnd = int(current["rounds"]) + 1
-        docs, usage = yield from methods.retrieve(current["usage"], query, k, rnd)
-        warnings = list(current["warnings"])
+    def retrieve(state: MethodState, settings: BaselineSettings) -> StepBody:
+        # A new run retrieves with the question (the driver reset ``query``), then with each sentence.
+        query = state.get("query") or state["question"]
+        (docs,) = yield Retrieve([query], k=k)
+        warnings = list(state["warnings"])
         if not docs:
-            warnings.append(f"round {rnd}: no paragraph retrieved for {query[:80]!r}")
-        paragraphs = _merge(current.get("paragraphs") or [], docs)
+            warnings.append(f"round {state['rounds']}: no paragraph retrieved for {query[:80]!r}")
+        paragraphs = merge_passages(state.get("paragraphs") or [], docs)
         dropped = len(paragraphs) - max_paragraphs
         if dropped > 0:
             paragraphs = paragraphs[dropped:]
         return {
-            **update,
-            "usage": usage,
-            "rounds": rnd,
             "paragraphs": paragraphs,
-            "passages": _merge(current["passages"], paragraphs),
+            "passages": merge_passages(state["passages"], paragraphs),
             "query": None,
             "warnings": warnings,
         }
 
-    def reason(state: MethodState) -> _Node:
+    def reason(state: MethodState, settings: BaselineSettings) -> StepBody:
         cot = list(state.get("cot") or [])
         step = len(cot) + 1
-        prompt = reason_prompt(methods.question(state["question"]), state.get("paragraphs") or [], cot)
-        text, usage = yield from methods.generate(state["usage"], prompt, "reason", state["rounds"], ["\n"])
+        prompt = reason_prompt(settings.question(state["question"]), state.get("paragraphs") or [], cot)
+        text = yield Generate.prompt(prompt, stop=["\n"])
         sentence = first_sentence(text, cot)
         warnings = list(state["warnings"])
         if not sentence:
             warnings.append(f"step {step}: the model wrote no new sentence; the chain ends here")
-            return {"usage": usage, "warnings": warnings, "done": True, "query": None}
+            return {"warnings": warnings, "done": True, "query": None}
         cot.append(sentence)
         done = bool(_ANSWER_IS.search(sentence))
         if not done and step >= max_steps:
             warnings.append(f"stopped at max_steps={max_steps} before the chain stated an answer")
-        return {"usage": usage, "cot": cot, "warnings": warnings, "done": done, "query": None if done else sentence}
+        return {"cot": cot, "warnings": warnings, "done": done, "query": None if done else sentence}
 
-    def answer(state: MethodState) -> _Node:
+    def answer(state: MethodState, settings: BaselineSettings) -> StepBody:
         cot = list(state.get("cot") or [])
-        chain = " ".join(cot)
         warnings = list(state["warnings"])
-        usage = state["usage"]
         if answer_mode == "cot":
             if cot and _ANSWER_IS.search(cot[-1]):
-                return methods.finish({"usage": usage}, chain, warnings, query=None)
+                return {**finish(" ".join(cot), warnings, settings.task), "query": None}
             warnings.append("the chain of thought states no answer; the reader answers instead")
-        prompt = reader_prompt(methods.question(state["question"]), state.get("paragraphs") or [])
-        text, usage = yield from methods.generate(usage, prompt, "answer", state["rounds"])
+        text = yield Generate.prompt(reader_prompt(settings.question(state["question"]), state.get("paragraphs") or []))
         if not text.strip():
             warnings.append("the LLM returned empty output")
-        return methods.finish({"usage": usage}, text, warnings, query=None)
+        return {**finish(text, warnings, settings.task), "query": None}
 
     def after_reason(state: MethodState) -> Literal["retrieve", "answer"]:
         return "retrieve" if state.get("query") and not state.get("done") else "answer"
@@ -214,12 +215,16 @@ def create_ircot_graph(
     def after_retrieve(state: MethodState) -> Literal["reason", "answer"]:
         return "answer" if len(state.get("cot") or []) >= max_steps else "reason"
 
-    builder = _builder()
-    builder.add_node("retrieve", methods.node(retrieve, "retrieve"), retry_policy=retry_policy)
-    builder.add_node("reason", methods.node(reason, "reason"), retry_policy=retry_policy)
-    builder.add_node("answer", methods.node(answer, "answer"), retry_policy=retry_policy)
+    builder = graph_builder()
+    builder.add_node(
+        "retrieve",
+        driver.node("retrieve", retrieve, starts_run=True, continues_after=("reason",), opens_round=True),
+        retry_policy=retry_policy,
+    )
+    builder.add_node("reason", driver.node("reason", reason), retry_policy=retry_policy)
+    builder.add_node("answer", driver.node("answer", answer), retry_policy=retry_policy)
     builder.add_edge(START, "retrieve")
     builder.add_conditional_edges("retrieve", after_retrieve, ["reason", "answer"])
     builder.add_conditional_edges("reason", after_reason, ["retrieve", "answer"])
     builder.add_edge("answer", END)
-    return _compile(builder, checkpointer, name)
+    return compile_graph(builder, checkpointer, name)

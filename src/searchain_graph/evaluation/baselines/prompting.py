@@ -7,21 +7,27 @@
 * :func:`create_searchain_no_ir_graph`: SearChain w/o IR, one Chain-of-Query generation with
   the SearChain paper's Figure 8 prompt (Xu et al., 2024).
 
-Each is one LLM call in one node (``cot_generation``, ``direct_answer``, ``coq_generation``).
+Each is one step that makes one LLM call (``cot_generation``, ``direct_answer``,
+``coq_generation``); CoT and direct prompting use the shared
+:func:`~searchain_graph.evaluation.baselines.driver.one_shot` step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _cot_prompt, _examples
-from searchain_graph.evaluation.baselines.driver import _Methods, _Node, _one_node, _one_shot
+from searchain_graph.evaluation.baselines.common import MethodState, cot_prompt, render_examples
+from searchain_graph.evaluation.baselines.driver import (
+    BaselineGraph,
+    BaselineSettings,
+    baseline_driver,
+    one_node_graph,
+    one_shot,
+)
 from searchain_graph.evaluation.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
     DIRECT_EXAMPLE,
@@ -29,21 +35,9 @@ from searchain_graph.evaluation.baselines.prompts import (
 )
 from searchain_graph.method.parsing import extract_final_answer, parse_chain
 from searchain_graph.method.prompts import COQ_PROMPT_NO_IR
-from searchain_graph.method.state import InputState
+from searchain_graph.method.steps import Generate, StepBody
 
 __all__ = ["create_cot_graph", "create_direct_graph", "create_searchain_no_ir_graph"]
-
-
-def _single_node_graph(
-    methods: _Methods,
-    step: str,
-    render: Callable[[MethodState, str], str],
-    *,
-    retry_policy: RetryPolicy | None,
-    checkpointer: BaseCheckpointSaver[Any] | bool | None,
-    name: str,
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
-    return _one_node(methods, step, _one_shot(methods, step, render), retry_policy, checkpointer, name)
 
 
 def create_cot_graph(
@@ -54,7 +48,7 @@ def create_cot_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "cot",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     """Chain-of-Thought (Wei et al., 2022): two demonstrations, "Let's think step by step", no retrieval.
 
     Args:
@@ -70,13 +64,14 @@ def create_cot_graph(
         A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` with
         ``rounds`` = 1 and the answer parsed from "So the answer is: X.".
     """
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars)
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings)
 
-    def render(state: MethodState, question: str) -> str:
-        return _cot_prompt(methods.task, question)
+    def render(state: MethodState, settings: BaselineSettings) -> str:
+        return cot_prompt(settings.task, settings.question(state["question"]))
 
-    return _single_node_graph(
-        methods, "cot_generation", render, retry_policy=retry_policy, checkpointer=checkpointer, name=name
+    return one_node_graph(
+        driver, "cot_generation", one_shot(render), retry_policy=retry_policy, checkpointer=checkpointer, name=name
     )
 
 
@@ -88,7 +83,7 @@ def create_direct_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "direct",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     """Direct prompting without retrieval: two question-answer demonstrations, then the question.
 
     Args:
@@ -102,16 +97,19 @@ def create_direct_graph(
     Returns:
         A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` (``rounds`` = 1).
     """
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars)
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings)
 
-    def render(state: MethodState, question: str) -> str:
-        examples = _examples(methods.task, lambda d, q: DIRECT_EXAMPLE.format(question=q, answer=d.answer))
+    def render(state: MethodState, settings: BaselineSettings) -> str:
+        examples = render_examples(settings.task, lambda d, q: DIRECT_EXAMPLE.format(question=q, answer=d.answer))
         return DIRECT_PROMPT.format(
-            answer_format=BASELINE_ANSWER_FORMATS[methods.task], examples=examples, question=question
+            answer_format=BASELINE_ANSWER_FORMATS[settings.task],
+            examples=examples,
+            question=settings.question(state["question"]),
         )
 
-    return _single_node_graph(
-        methods, "direct_answer", render, retry_policy=retry_policy, checkpointer=checkpointer, name=name
+    return one_node_graph(
+        driver, "direct_answer", one_shot(render), retry_policy=retry_policy, checkpointer=checkpointer, name=name
     )
 
 
@@ -123,7 +121,7 @@ def create_searchain_no_ir_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "searchain_no_ir",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     """SearChain w/o IR: one Chain-of-Query generation with the paper's Figure 8 prompt.
 
     The answer is taken from the chain's ``[Final Content]`` (the whole reply when it has none)
@@ -143,31 +141,23 @@ def create_searchain_no_ir_graph(
     Returns:
         A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` (``rounds`` = 1).
     """
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars)
-    step = "coq_generation"
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings)
 
-    def body(state: MethodState) -> _Node:
-        update = methods.start(state)
-        prompt = COQ_PROMPT_NO_IR.format(question=methods.question(update["question"]))
-        text, usage = yield from methods.generate(update["usage"], prompt, step, 1)
+    def body(state: MethodState, settings: BaselineSettings) -> StepBody:
+        text = yield Generate.prompt(COQ_PROMPT_NO_IR.format(question=settings.question(state["question"])))
         parsed = parse_chain(text)
         warnings = [f"round 1: {w}" for w in parsed.warnings]
         content = parsed.final_content or " ".join(text.split())
         answer = (
-            extract_final_answer(content, methods.task)
-            or (content if methods.task == "longform" else None)
+            extract_final_answer(content, settings.task)
+            or (content if settings.task == "longform" else None)
             or next((n["answer"] for n in reversed(parsed.nodes) if n["answer"]), "")
         )
         if not answer:
             warnings.append("the LLM stated no answer")
-        return {
-            **update,
-            "usage": usage,
-            "rounds": 1,
-            "final_content": text.strip(),
-            "answer": answer,
-            "warnings": warnings,
-            "pending": False,
-        }
+        return {"final_content": text.strip(), "answer": answer, "warnings": warnings}
 
-    return _one_node(methods, step, body, retry_policy, checkpointer, name)
+    return one_node_graph(
+        driver, "coq_generation", body, retry_policy=retry_policy, checkpointer=checkpointer, name=name
+    )

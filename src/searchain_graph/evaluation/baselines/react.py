@@ -16,7 +16,6 @@ own agent instead.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any, Literal
 
 from langchain_core.documents import Document
@@ -24,11 +23,17 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _examples, _merge, final_answer
-from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node
+from searchain_graph.evaluation.baselines.common import MethodState, final_answer, merge_passages, render_examples
+from searchain_graph.evaluation.baselines.driver import (
+    BaselineGraph,
+    BaselineSettings,
+    baseline_driver,
+    compile_graph,
+    finish,
+    graph_builder,
+)
 from searchain_graph.evaluation.baselines.prompts import BASELINE_ANSWER_FORMATS, Demonstration
 from searchain_graph.evaluation.baselines.prompts_more import (
     REACT_EXAMPLE,
@@ -40,14 +45,16 @@ from searchain_graph.evaluation.baselines.prompts_more import (
 )
 from searchain_graph.evaluation.baselines.voting import voted_chains
 from searchain_graph.ir.corpus import passage_text
-from searchain_graph.method.state import InputState
+from searchain_graph.method.steps import Generate, Retrieve, StepBody, StepFunction
 
-__all__ = ["cot_sc_backoff", "create_react_graph", "parse_react_step"]
+__all__ = ["check_steps", "cot_sc_backoff", "create_react_graph", "parse_react_step"]
 
 _ACTION = re.compile(r"action\s*\d*\s*:\s*(?P<kind>search|finish)\s*\[(?P<arg>[^\]\n]*)\]?", re.IGNORECASE)
 _THOUGHT = re.compile(r"^\s*(?:thought\s*\d*\s*:)?\s*(?P<t>.*?)\s*(?=action\s*\d*\s*:|$)", re.IGNORECASE | re.DOTALL)
 OBSERVATION_CHARS = 600
 """Most characters of a passage shown as an observation (what goes to the LLM stays bounded)."""
+INVALID_ACTION = "Invalid action. Use Search[query] or Finish[answer]."
+"""The observation of a reply with no valid action (Yao et al.'s code answers such a step the same way)."""
 
 
 def parse_react_step(text: str) -> tuple[str, str | None, str]:
@@ -77,7 +84,7 @@ def _demo_steps(d: Demonstration) -> str:
     return "".join(lines).rstrip()
 
 
-def _check_steps(max_steps: int, backoff_samples: int, temperature: float) -> None:
+def check_steps(max_steps: int, backoff_samples: int, temperature: float) -> None:
     """ReAct's settings (both forms): at least one step, a backoff that can sample."""
     if not isinstance(max_steps, int) or max_steps < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
@@ -85,22 +92,19 @@ def _check_steps(max_steps: int, backoff_samples: int, temperature: float) -> No
         raise ValueError("backoff_samples must be >= 0, and temperature > 0 when it is above 1")
 
 
-def cot_sc_backoff(
-    methods: _Methods, unfinished: str, samples: int, temperature: float
-) -> Callable[[MethodState], _Node]:
-    """The node body of ReAct's backoff: CoT-SC with ``samples`` chains after the trajectory (0: none).
+def cot_sc_backoff(llm: BaseChatModel, unfinished: str, samples: int, temperature: float) -> StepFunction:
+    """The step of ReAct's backoff: CoT-SC with ``samples`` chains after the trajectory (0: none).
 
-    The trajectory is the state's ``final_content``, else its ``cot`` lines; ``unfinished`` is the warning.
+    The trajectory is the state's ``final_content``, else its ``cot`` lines; ``unfinished`` is the
+    warning. ``llm`` decides whether the sampled chains get a ``seed``.
     """
 
-    def backoff(state: MethodState) -> _Node:
+    def backoff(state: MethodState, settings: BaselineSettings) -> StepBody:
         trajectory = (state.get("final_content") or "".join(state.get("cot") or [])).strip()
         if samples == 0:
-            warnings = [*state["warnings"], unfinished]
-            return {"warnings": warnings, "pending": False, "final_content": trajectory, "answer": ""}
-        warnings = [*state["warnings"], f"{unfinished}: backed off to CoT-SC"]
-        update = {"usage": state["usage"], "warnings": warnings}
-        out, _ = yield from voted_chains(methods, update, state["question"], samples, temperature)
+            return {"warnings": [*state["warnings"], unfinished], "final_content": trajectory, "answer": ""}
+        update = {"warnings": [*state["warnings"], f"{unfinished}: backed off to CoT-SC"]}
+        out, _ = yield from voted_chains(llm, settings, update, state["question"], samples, temperature)
         out["final_content"] = f"{trajectory}\n\n{out['final_content']}".strip()
         return out
 
@@ -119,15 +123,16 @@ def create_react_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "react",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     """ReAct in text format (Yao et al., 2023), backing off to CoT-SC ("React→CoT-SC", Table 1).
 
-    ``react_step`` asks for the next thought and action; ``react_search`` retrieves the top-1
-    passage for a ``Search[...]`` and adds it as the observation (at most
-    ``OBSERVATION_CHARS`` characters). ``Finish[answer]`` ends the run. A reply with no action
-    gets the observation "Invalid action" and counts as a step, as in Yao et al.'s code. After
-    ``max_steps`` steps without ``Finish`` (Yao et al. used 7 on HotpotQA), the run backs off to
-    CoT-SC with ``backoff_samples`` chains (0: no backoff, the answer is then empty).
+    ``react_step`` asks for the next thought and action; ``react_search`` adds the action's
+    observation: the top-1 passage retrieved for a ``Search[...]`` (at most ``OBSERVATION_CHARS``
+    characters). ``Finish[answer]`` ends the run. A reply with no valid action gets the
+    observation "Invalid action" (:data:`INVALID_ACTION`, no retrieval) and counts as a step, as
+    in Yao et al.'s code. After ``max_steps`` steps without ``Finish`` (Yao et al. used 7 on
+    HotpotQA), the run backs off to CoT-SC with ``backoff_samples`` chains (0: no backoff, the
+    answer is then empty).
 
     Args:
         llm: Any LangChain chat model.
@@ -145,41 +150,44 @@ def create_react_graph(
         A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` with
         ``rounds`` = the searches made and ``final_content`` the ReAct trajectory.
     """
-    _check_steps(max_steps, backoff_samples, temperature)
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars, retriever=retriever)
+    check_steps(max_steps, backoff_samples, temperature)
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings, retriever=retriever, cot=[], query=None, done=False)
     fmt = BASELINE_ANSWER_FORMATS
 
-    def step(state: MethodState) -> _Node:
-        fresh = not state.get("pending")
-        current: dict[str, Any] = {**state, **(methods.start(state, cot=[], query=None) if fresh else {})}
-        pad = list(current.get("cot") or [])
+    def step(state: MethodState, settings: BaselineSettings) -> StepBody:
+        pad = list(state.get("cot") or [])
         n = _steps(pad) + 1
         prompt = REACT_PROMPT.format(
-            answer_format=fmt[methods.task],
-            examples=_examples(methods.task, lambda d, q: REACT_EXAMPLE.format(question=q, steps=_demo_steps(d))),
-            question=methods.question(current["question"]),
+            answer_format=fmt[settings.task],
+            examples=render_examples(
+                settings.task, lambda d, q: REACT_EXAMPLE.format(question=q, steps=_demo_steps(d))
+            ),
+            question=settings.question(state["question"]),
             scratchpad="".join(pad) + REACT_FINISH_HINT.format(n=n),
         )
-        text, usage = yield from methods.generate(current["usage"], prompt, "react_step", n, ["\nObservation"])
+        # ``rounds`` counts the searches; a call's round is its step's number.
+        text = yield Generate.prompt(prompt, stop=["\nObservation"], round=n)
         thought, action, arg = parse_react_step(text)
-        base = {**current, "usage": usage, "done": False}
         if action == "finish" and arg:
             pad.append(REACT_STEP.format(n=n, thought=thought, action=f"Finish[{arg}]"))
-            out = methods.finish({**base, "cot": pad}, arg, list(current["warnings"]), query=None, done=True)
-            out["answer"] = final_answer(arg, methods.task) or arg
+            out = {**finish(arg, state["warnings"], settings.task), "cot": pad, "query": None, "done": True}
+            out["answer"] = final_answer(arg, settings.task) or arg
             out["final_content"] = "".join(pad).strip()
             return out
         if action == "search" and arg:
             pad.append(REACT_STEP.format(n=n, thought=thought, action=f"Search[{arg}]"))
-            return {**base, "cot": pad, "query": arg}
+            return {"cot": pad, "query": arg, "done": False}
         pad.append(REACT_STEP.format(n=n, thought=thought, action=(text.strip().splitlines() or [""])[-1][:200]))
-        pad.append(REACT_OBSERVATION.format(n=n, observation="Invalid action. Use Search[query] or Finish[answer]."))
-        return {**base, "cot": pad, "query": None}
+        return {"cot": pad, "query": None, "done": False}
 
-    def search(state: MethodState) -> _Node:
+    def search(state: MethodState, settings: BaselineSettings) -> StepBody:
         pad = list(state.get("cot") or [])
         n = _steps(pad)
-        docs, usage = yield from methods.retrieve(state["usage"], state.get("query") or "", 1, n)
+        query = state.get("query")
+        if not query:  # the step's reply had no valid action
+            return {"cot": [*pad, REACT_OBSERVATION.format(n=n, observation=INVALID_ACTION)]}
+        (docs,) = yield Retrieve([query], k=1, round=n)
         if docs:
             doc = Document(page_content=docs[0]["page_content"], metadata=docs[0]["metadata"])
             observation = " ".join(passage_text(doc).split())[:OBSERVATION_CHARS]
@@ -187,29 +195,32 @@ def create_react_graph(
             observation = REACT_NO_PASSAGE
         pad.append(REACT_OBSERVATION.format(n=n, observation=observation))
         return {
-            "usage": usage,
             "cot": pad,
             "query": None,
             "rounds": state["rounds"] + 1,
-            "passages": _merge(state["passages"], docs[:1]),
+            "passages": merge_passages(state["passages"], docs[:1]),
         }
 
-    backoff = cot_sc_backoff(methods, f"ReAct did not finish in {max_steps} steps", backoff_samples, temperature)
+    backoff = cot_sc_backoff(llm, f"ReAct did not finish in {max_steps} steps", backoff_samples, temperature)
 
-    def route(state: MethodState) -> Literal["react_search", "react_step", "cot_sc_backoff", "__end__"]:
-        if not state.get("pending"):
-            return "__end__"
-        return "react_search" if state.get("query") else after_search(state)
+    def route(state: MethodState) -> Literal["react_search", "__end__"]:
+        return "__end__" if state.get("done") else "react_search"
 
     def after_search(state: MethodState) -> Literal["react_step", "cot_sc_backoff"]:
         return "cot_sc_backoff" if _steps(state.get("cot")) >= max_steps else "react_step"
 
-    builder = _builder()
-    builder.add_node("react_step", methods.node(step, "react_step"), retry_policy=retry_policy)
-    builder.add_node("react_search", methods.node(search, "react_search"), retry_policy=retry_policy)
-    builder.add_node("cot_sc_backoff", methods.node(backoff, "cot_sc_backoff"), retry_policy=retry_policy)
+    # Every action but Finish goes through react_search (its observation), so react_step never
+    # follows itself: after react_search it continues the run, after anything else it starts one.
+    builder = graph_builder()
+    builder.add_node(
+        "react_step",
+        driver.node("react_step", step, starts_run=True, continues_after=("react_search",)),
+        retry_policy=retry_policy,
+    )
+    builder.add_node("react_search", driver.node("react_search", search), retry_policy=retry_policy)
+    builder.add_node("cot_sc_backoff", driver.node("cot_sc_backoff", backoff), retry_policy=retry_policy)
     builder.add_edge(START, "react_step")
-    builder.add_conditional_edges("react_step", route, ["react_search", "react_step", "cot_sc_backoff", END])
+    builder.add_conditional_edges("react_step", route, ["react_search", END])
     builder.add_conditional_edges("react_search", after_search, ["react_step", "cot_sc_backoff"])
     builder.add_edge("cot_sc_backoff", END)
-    return _compile(builder, checkpointer, name)
+    return compile_graph(builder, checkpointer, name)

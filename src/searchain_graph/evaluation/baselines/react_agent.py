@@ -25,23 +25,26 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _merge, final_answer
-from searchain_graph.evaluation.baselines.driver import _builder, _compile, _config, _Methods
+from searchain_graph.evaluation.baselines.common import MethodState, final_answer, merge_passages
+from searchain_graph.evaluation.baselines.driver import (
+    BaselineGraph,
+    BaselineSettings,
+    baseline_driver,
+    blocking_node,
+    compile_graph,
+    graph_builder,
+)
 from searchain_graph.evaluation.baselines.prompts import BASELINE_ANSWER_FORMATS
 from searchain_graph.evaluation.baselines.prompts_more import REACT_AGENT_PROMPT, REACT_AGENT_TOOL, REACT_NO_PASSAGE
-from searchain_graph.evaluation.baselines.react import OBSERVATION_CHARS, _check_steps, cot_sc_backoff
+from searchain_graph.evaluation.baselines.react import OBSERVATION_CHARS, check_steps, cot_sc_backoff
 from searchain_graph.ir.corpus import passage_text
-from searchain_graph.method.calls import count_usage, doc_dict, message_text
-from searchain_graph.method.graph import Step
-from searchain_graph.method.state import DocumentDict, InputState, Usage
+from searchain_graph.method.calls import call_usage, doc_dict, message_text, trace_config
+from searchain_graph.method.state import DocumentDict, Usage, add_usage, empty_usage
 
 __all__ = ["create_react_agent_graph", "search_tool"]
 
@@ -90,14 +93,15 @@ def create_react_agent_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "react_agent",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     """ReAct on ``langchain.agents.create_agent`` with a search tool, backing off to CoT-SC.
 
     The ``react_agent`` node runs the agent (its model and tool calls nest under it in traces)
     with :data:`REACT_AGENT_PROMPT` as the system prompt and the question as the user message, at
-    most ``max_steps`` model calls. Its last reply without a tool call is the answer; when the
-    limit ends the run, or the reply states no answer, ``cot_sc_backoff`` samples
-    ``backoff_samples`` CoT chains and votes (0: no backoff).
+    most ``max_steps`` model calls, and counts the agent's calls in its ``usage`` (under
+    ``ainvoke`` the agent runs in a worker thread). Its last reply without a tool call is the
+    answer; when the limit ends the run, or the reply states no answer, ``cot_sc_backoff``
+    samples ``backoff_samples`` CoT chains and votes (0: no backoff).
 
     Args:
         llm: A LangChain chat model that implements ``bind_tools``.
@@ -116,11 +120,12 @@ def create_react_agent_graph(
         ``rounds`` = the searches made and ``final_content`` the agent's trajectory. Words in count
         the messages each model call was sent (not the tool schema; tokens in do count it).
     """
-    _check_steps(max_steps, backoff_samples, temperature)
+    check_steps(max_steps, backoff_samples, temperature)
     if type(llm).bind_tools is BaseChatModel.bind_tools:
         raise TypeError(f"{type(llm).__name__} has no bind_tools: use create_react_graph (text ReAct) instead")
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars, retriever=retriever)
-    system = REACT_AGENT_PROMPT.format(answer_format=BASELINE_ANSWER_FORMATS[methods.task])
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings, retriever=retriever)
+    system = REACT_AGENT_PROMPT.format(answer_format=BASELINE_ANSWER_FORMATS[settings.task])
     agent = create_agent(
         llm,
         [search_tool(retriever)],
@@ -129,54 +134,50 @@ def create_react_agent_graph(
         name=f"{name}_agent",
     )
 
-    def request(state: MethodState) -> tuple[dict[str, Any], Any, RunnableConfig]:
-        start = methods.start(state)
-        config = _config("react_agent", 1, name)
+    def run_agent(state: MethodState, settings: BaselineSettings) -> dict[str, Any]:
+        # The agent calls the model and the tool itself: its calls are this step's usage.
+        config = trace_config("react_agent", 1, named=False, searchain_method=name)
         config["recursion_limit"] = 4 * max_steps + 10
-        return start, {"messages": [HumanMessage(methods.question(start["question"]))]}, config
-
-    def settle(start: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        result = agent.invoke({"messages": [HumanMessage(settings.question(state["question"]))]}, config=config)
         messages: list[BaseMessage] = list(result["messages"])
         replies = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
         limited = len(replies) > max_steps  # the middleware's "limits exceeded" message is not a reply
         if limited:
             messages = messages[: replies[-1]]
-        usage: Usage = start["usage"]
-        passages, searches = list(start["passages"]), 0
+        usage: Usage = empty_usage()
+        passages, searches = list(state["passages"]), 0
         for i, m in enumerate(messages):
             if isinstance(m, AIMessage):
-                usage = count_usage(usage, [SystemMessage(system), *messages[:i]], m)
+                usage = add_usage(usage, call_usage([SystemMessage(system), *messages[:i]], m))
             elif isinstance(m, ToolMessage):
                 searches += 1
-                passages = _merge(passages, list(m.artifact or []))
-        usage = {**usage, "retrieval_calls": usage["retrieval_calls"] + searches}
+                passages = merge_passages(passages, list(m.artifact or []))
         last = messages[-1] if messages else None
         done = isinstance(last, AIMessage) and not last.tool_calls and not limited
-        answer = final_answer(message_text(last), methods.task) if done and last is not None else ""
-        content = _trajectory(messages)
-        out = {**start, "usage": usage, "passages": passages, "rounds": searches, "final_content": content}
+        answer = final_answer(message_text(last), settings.task) if done and last is not None else ""
+        out = {
+            "usage": add_usage(usage, {"retrieval_calls": searches}),
+            "passages": passages,
+            "rounds": searches,
+            "final_content": _trajectory(messages),
+            "answer": answer,
+        }
         if answer and not searches:
-            out["warnings"] = [*start["warnings"], "the agent answered without calling the search tool"]
-        return {**out, "answer": answer, "pending": not answer}
-
-    def run(state: MethodState, runtime: Runtime[Any]) -> dict[str, Any]:
-        start, inputs, config = request(state)
-        return settle(start, agent.invoke(inputs, config=config))
-
-    async def arun(state: MethodState, runtime: Runtime[Any]) -> dict[str, Any]:
-        start, inputs, config = request(state)
-        return settle(start, await agent.ainvoke(inputs, config=config))
+            out["warnings"] = [*state["warnings"], "the agent answered without calling the search tool"]
+        return out
 
     unfinished = f"the agent stated no answer (at most {max_steps} model calls)"
-    backoff = cot_sc_backoff(methods, unfinished, backoff_samples, temperature)
+    backoff = cot_sc_backoff(llm, unfinished, backoff_samples, temperature)
 
     def route(state: MethodState) -> Literal["cot_sc_backoff", "__end__"]:
-        return "cot_sc_backoff" if state.get("pending") else "__end__"
+        return "__end__" if state.get("answer") else "cot_sc_backoff"
 
-    builder = _builder()
-    builder.add_node("react_agent", Step("react_agent", run, arun), retry_policy=retry_policy)
-    builder.add_node("cot_sc_backoff", methods.node(backoff, "cot_sc_backoff"), retry_policy=retry_policy)
+    builder = graph_builder()
+    builder.add_node(
+        "react_agent", blocking_node(driver, "react_agent", run_agent, starts_run=True), retry_policy=retry_policy
+    )
+    builder.add_node("cot_sc_backoff", driver.node("cot_sc_backoff", backoff), retry_policy=retry_policy)
     builder.add_edge(START, "react_agent")
     builder.add_conditional_edges("react_agent", route, ["cot_sc_backoff", END])
     builder.add_edge("cot_sc_backoff", END)
-    return _compile(builder, checkpointer, name)
+    return compile_graph(builder, checkpointer, name)

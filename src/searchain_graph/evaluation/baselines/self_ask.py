@@ -12,25 +12,30 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
 from searchain_graph.evaluation.baselines.common import (
-    MethodOutput,
     MethodState,
-    _examples,
-    _merge,
-    _self_ask_example,
     final_answer,
+    merge_passages,
+    render_examples,
+    self_ask_example,
 )
-from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node, _Read
+from searchain_graph.evaluation.baselines.driver import (
+    BaselineGraph,
+    BaselineSettings,
+    baseline_driver,
+    compile_graph,
+    finish,
+    graph_builder,
+)
 from searchain_graph.evaluation.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
     SELF_ASK_FORCE_FINAL,
@@ -43,7 +48,7 @@ from searchain_graph.evaluation.baselines.prompts import (
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.ir.readers.base import Reader
 from searchain_graph.method.calls import to_messages
-from searchain_graph.method.state import InputState
+from searchain_graph.method.steps import Generate, Read, Retrieve, StepBody
 
 __all__ = ["create_self_ask_graph"]
 
@@ -66,7 +71,7 @@ def create_self_ask_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "self_ask",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     """Self-Ask with a search engine (Press et al., 2023).
 
     The LLM writes "Are follow up questions needed here: Yes. Follow up: ..." (generation
@@ -103,12 +108,13 @@ def create_self_ask_graph(
     """
     if max_steps < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars, retriever=retriever, reader=reader)
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings, retriever=retriever, reader=reader, messages=[], steps=[], query=None)
 
     def prompt(question: str) -> str:
         return SELF_ASK_PROMPT.format(
-            answer_format=BASELINE_ANSWER_FORMATS[methods.task],
-            examples=_examples(methods.task, _self_ask_example),
+            answer_format=BASELINE_ANSWER_FORMATS[settings.task],
+            examples=render_examples(settings.task, self_ask_example),
             question=question,
         )
 
@@ -116,31 +122,26 @@ def create_self_ask_graph(
         lines = [SELF_ASK_STEP.format(question=s["question"], answer=s["answer"]) for s in steps]
         return "\n".join([*lines, last]).strip()
 
-    def generation(state: MethodState) -> _Node:
-        fresh = not state.get("pending")
-        update = methods.start(state, messages=[], steps=[], query=None) if fresh else {}
-        current = cast(MethodState, {**state, **update})
-        messages = list(current.get("messages") or [])
-        if fresh:
-            messages = [{"role": "user", "content": prompt(methods.question(current["question"]))}]
-        steps = list(current.get("steps") or [])
-        rnd = len(steps) + 1
-        text, usage = yield from methods.generate(
-            current["usage"], to_messages(messages), "self_ask_generation", rnd, _SELF_ASK_STOP
-        )
-        warnings = list(current["warnings"])
+    def generation(state: MethodState, settings: BaselineSettings) -> StepBody:
+        # A new run (the driver reset ``messages``) opens the conversation with the prompt.
+        messages = list(state.get("messages") or []) or [
+            {"role": "user", "content": prompt(settings.question(state["question"]))}
+        ]
+        steps = list(state.get("steps") or [])
+        # ``rounds`` counts the follow-ups answered; this call works towards the next one.
+        text = yield Generate.prompt(to_messages(messages), stop=_SELF_ASK_STOP, round=len(steps) + 1)
+        warnings = list(state["warnings"])
         cut = _INTERMEDIATE.search(text)
         if cut:
             text = text[: cut.start()]
         follow_up, final = _FOLLOW_UP.search(text), _FINAL.search(text)
         forced = len(steps) >= max_steps
-        base = {**update, "usage": usage, "rounds": len(steps)}
         if follow_up and (final is None or follow_up.start() < final.start()) and not forced:
             query = " ".join(follow_up.group("q").split())
             if query:
                 reply = text[: follow_up.end()].strip()
                 return {
-                    **base,
+                    "rounds": len(steps),
                     "messages": messages + [{"role": "assistant", "content": reply}],
                     "query": query,
                     "warnings": warnings,
@@ -151,51 +152,55 @@ def create_self_ask_graph(
         elif not final and not forced:
             warnings.append("the model wrote neither a follow up nor a final answer; its reply is taken as the answer")
         answer_text = reply[final.start() :] if final else (reply if steps else _NEEDED.sub("", reply, count=1))
-        out = methods.finish(base, answer_text, warnings, query=None)
-        out["final_content"] = transcript(steps, reply)
-        out["messages"] = messages + [{"role": "assistant", "content": reply}]
-        return out
+        return {
+            **finish(answer_text, warnings, settings.task),
+            "rounds": len(steps),
+            "query": None,
+            "final_content": transcript(steps, reply),
+            "messages": messages + [{"role": "assistant", "content": reply}],
+        }
 
-    def follow_up(state: MethodState) -> _Node:
+    def follow_up(state: MethodState, settings: BaselineSettings) -> StepBody:
         query = state.get("query") or ""
         steps = list(state.get("steps") or [])
-        rnd = len(steps) + 1
         warnings = list(state["warnings"])
-        docs, usage = yield from methods.retrieve(state["usage"], query, 1, rnd)
+        (docs,) = yield Retrieve([query], k=1)
         doc = docs[0] if docs else None
         passage = passage_text(Document(page_content=doc["page_content"], metadata=doc["metadata"])) if doc else ""
         answer, source = "", "llm"
         if doc is None:
-            warnings.append(f"round {rnd}: no passage retrieved for {query[:80]!r}")
-        elif methods.reader is not None:
-            outputs = yield _Read([(query, doc)], rnd)
-            usage = {**usage, "reader_calls": usage["reader_calls"] + 1}
-            answer, source = (str(outputs[0][0]).strip(), "reader") if outputs and outputs[0][0] else ("", "llm")
+            warnings.append(f"round {state['rounds']}: no passage retrieved for {query[:80]!r}")
+        elif reader is not None:
+            (read,) = yield Read([(query, doc)])
+            answer, source = (str(read.answer).strip(), "reader") if read.answer else ("", "llm")
         if not answer:
             read_prompt = SELF_ASK_READ_PROMPT.format(passage=passage or SELF_ASK_NO_PASSAGE, question=query)
-            text, usage = yield from methods.generate(usage, read_prompt, "follow_up_answer", rnd, ["\n"])
+            text = yield Generate.prompt(read_prompt, stop=["\n"], step="follow_up_answer")
             answer = final_answer(text, "multihop") or "unknown"
         answer = " ".join(answer.split())
         steps.append({"question": query, "answer": answer, "source": source, "document": doc})
         template = SELF_ASK_FORCE_FINAL if len(steps) >= max_steps else SELF_ASK_INTERMEDIATE
         return {
-            "usage": usage,
             "steps": steps,
-            "rounds": len(steps),
             "query": None,
-            "passages": _merge(state["passages"], [doc] if doc else []),
+            "passages": merge_passages(state["passages"], [doc] if doc else []),
             "warnings": warnings,
             "messages": list(state.get("messages") or [])
             + [{"role": "user", "content": template.format(answer=answer)}],
         }
 
     def route(state: MethodState) -> Literal["follow_up", "__end__"]:
-        return "follow_up" if state.get("pending") and state.get("query") else "__end__"
+        return "follow_up" if state.get("query") else "__end__"
 
-    builder = _builder()
-    builder.add_node("self_ask_generation", methods.node(generation, "self_ask_generation"), retry_policy=retry_policy)
-    builder.add_node("follow_up", methods.node(follow_up, "follow_up"), retry_policy=retry_policy)
+    builder = graph_builder()
+    builder.add_node(
+        "self_ask_generation",
+        driver.node("self_ask_generation", generation, starts_run=True, continues_after=("follow_up",)),
+        retry_policy=retry_policy,
+    )
+    # A follow-up answered is a round: the driver numbers it and counts it in ``rounds``.
+    builder.add_node("follow_up", driver.node("follow_up", follow_up, opens_round=True), retry_policy=retry_policy)
     builder.add_edge(START, "self_ask_generation")
     builder.add_conditional_edges("self_ask_generation", route, ["follow_up", END])
     builder.add_edge("follow_up", "self_ask_generation")
-    return _compile(builder, checkpointer, name)
+    return compile_graph(builder, checkpointer, name)

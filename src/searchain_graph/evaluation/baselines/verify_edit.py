@@ -24,22 +24,22 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import (
-    MethodOutput,
-    MethodState,
-    _cot_examples,
-    _merge,
-    _sentences,
+from searchain_graph.evaluation.baselines.common import MethodState, cot_examples, merge_passages, split_sentences
+from searchain_graph.evaluation.baselines.driver import (
+    BaselineGraph,
+    BaselineSettings,
+    baseline_driver,
+    compile_graph,
+    finish,
+    graph_builder,
 )
-from searchain_graph.evaluation.baselines.driver import _builder, _compile, _Methods, _Node
 from searchain_graph.evaluation.baselines.prompts import BASELINE_ANSWER_FORMATS
 from searchain_graph.evaluation.baselines.prompts_more import VE_ANSWER_PROMPT, VE_FINAL_PROMPT, VE_QUESTION_PROMPT
-from searchain_graph.evaluation.baselines.voting import _check_paths, majority, voted_chains
+from searchain_graph.evaluation.baselines.voting import check_paths, majority, voted_chains
 from searchain_graph.ir.corpus import passage_text
-from searchain_graph.method.state import InputState
+from searchain_graph.method.steps import Generate, Retrieve, StepBody
 
 __all__ = ["create_verify_and_edit_graph", "rationale_sentences", "select_facts"]
 
@@ -51,12 +51,12 @@ FACT_CHARS = 600
 def rationale_sentences(chain: str) -> list[str]:
     """The sentences of a chain of thought, less the ones that state the answer ("... answer is ...")."""
     lines = (" ".join(line.split()) for line in (chain or "").splitlines())
-    return [s for line in lines for s in _sentences(line) if "answer is" not in s.lower()]
+    return [s for line in lines for s in split_sentences(line) if "answer is" not in s.lower()]
 
 
 def select_facts(question: str, passage: str, facts: int = 3) -> str:
     """The ``facts`` sentences of ``passage`` sharing the most words with ``question``, in passage order."""
-    sentences = _sentences(" ".join(passage.split()))
+    sentences = split_sentences(" ".join(passage.split()))
     asked = {w.lower() for w in _WORD.findall(question)}
     scored = sorted(
         range(len(sentences)),
@@ -79,7 +79,7 @@ def create_verify_and_edit_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "verify_and_edit",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     """Verify-and-Edit (Zhao et al., 2023): CoT-SC; a split vote has its rationale verified and edited.
 
     ``cot_sc`` samples ``samples`` chains with CoT's prompt and votes
@@ -108,69 +108,69 @@ def create_verify_and_edit_graph(
         A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` with
         ``rounds`` = 1 plus the sentences verified, and ``final_content`` the (edited) rationale.
     """
-    _check_paths(samples, temperature, "samples")
+    check_paths(samples, temperature, "samples")
     if not isinstance(max_sentences, int) or max_sentences < 1:
         raise ValueError(f"max_sentences must be >= 1, got {max_sentences!r}")
     if not isinstance(facts, int) or facts < 1:
         raise ValueError(f"facts must be >= 1, got {facts!r}")
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars, retriever=retriever)
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings, retriever=retriever, cot=[])
     threshold = math.ceil(samples / 2)
 
-    def vote(state: MethodState) -> _Node:
-        update = methods.start(state)
-        out, answers = yield from voted_chains(
-            methods, {**update, "rounds": 1}, update["question"], samples, temperature
-        )
+    def vote(state: MethodState, settings: BaselineSettings) -> StepBody:
+        update = {"warnings": state["warnings"]}
+        out, answers = yield from voted_chains(llm, settings, update, state["question"], samples, temperature)
         _, agreeing = majority(answers)
         sentences = rationale_sentences(out["final_content"])[:max_sentences]
         if agreeing >= threshold or not sentences:
             return out
         note = f"consistency {agreeing}/{samples} below {threshold}: rationale verified and edited"
-        return {**out, "pending": True, "cot": sentences, "warnings": [*out["warnings"], note]}
+        return {**out, "cot": sentences, "warnings": [*out["warnings"], note]}
 
-    def verify(state: MethodState) -> _Node:
-        usage, passages, edited = state["usage"], list(state["passages"]), []
+    def verify(state: MethodState, settings: BaselineSettings) -> StepBody:
+        passages, edited = list(state["passages"]), []
+        # A call's round is the number of the sentence it verifies.
         for i, sentence in enumerate(state.get("cot") or [], start=1):
             prompt = VE_QUESTION_PROMPT.format(sentence=sentence)
-            reply, usage = yield from methods.generate(usage, prompt, "verifying_question", i, ["\n"])
+            reply = yield Generate.prompt(prompt, stop=["\n"], step="verifying_question", round=i)
             question = " ".join(reply.split()) or sentence
-            docs, usage = yield from methods.retrieve(usage, question, 1, i)
+            (docs,) = yield Retrieve([question], k=1, round=i)
             if not docs:
                 edited.append(sentence)
                 continue
             doc = Document(page_content=docs[0]["page_content"], metadata=docs[0]["metadata"])
             facts_text = select_facts(question, passage_text(doc), facts)
             prompt = VE_ANSWER_PROMPT.format(facts=facts_text, question=question)
-            reply, usage = yield from methods.generate(usage, prompt, "edited_sentence", i, ["\n"])
+            reply = yield Generate.prompt(prompt, stop=["\n"], step="edited_sentence", round=i)
             edited.append(" ".join(reply.split()) or sentence)
-            passages = _merge(passages, docs[:1])
-        rounds = 1 + len(state.get("cot") or [])
-        return {"usage": usage, "passages": passages, "cot": edited, "rounds": rounds}
+            passages = merge_passages(passages, docs[:1])
+        return {"passages": passages, "cot": edited, "rounds": 1 + len(state.get("cot") or [])}
 
-    def answer(state: MethodState) -> _Node:
+    def answer(state: MethodState, settings: BaselineSettings) -> StepBody:
         rationale = " ".join(state.get("cot") or [])
         prompt = VE_FINAL_PROMPT.format(
-            answer_format=BASELINE_ANSWER_FORMATS[methods.task],
-            examples=_cot_examples(methods.task),
-            question=methods.question(state["question"]),
+            answer_format=BASELINE_ANSWER_FORMATS[settings.task],
+            examples=cot_examples(settings.task),
+            question=settings.question(state["question"]),
             rationale=rationale,
         )
-        reply, usage = yield from methods.generate(state["usage"], prompt, "edited_answer", state["rounds"], ["\nQ:"])
-        content = f"{rationale} So the answer is: {reply.strip()}"
-        out = methods.finish({"usage": usage}, content, list(state["warnings"]))
+        reply = yield Generate.prompt(prompt, stop=["\nQ:"])
+        out = finish(f"{rationale} So the answer is: {reply.strip()}", state["warnings"], settings.task)
         if not out["answer"]:  # keep the vote's answer when the edited chain states none
             out["answer"] = state["answer"]
         return out
 
     def route(state: MethodState) -> Literal["verify_rationale", "__end__"]:
-        return "verify_rationale" if state.get("pending") else "__end__"
+        return "verify_rationale" if state.get("cot") else "__end__"
 
-    builder = _builder()
-    builder.add_node("cot_sc", methods.node(vote, "cot_sc"), retry_policy=retry_policy)
-    builder.add_node("verify_rationale", methods.node(verify, "verify_rationale"), retry_policy=retry_policy)
-    builder.add_node("edited_answer", methods.node(answer, "edited_answer"), retry_policy=retry_policy)
+    builder = graph_builder()
+    builder.add_node(
+        "cot_sc", driver.node("cot_sc", vote, starts_run=True, opens_round=True), retry_policy=retry_policy
+    )
+    builder.add_node("verify_rationale", driver.node("verify_rationale", verify), retry_policy=retry_policy)
+    builder.add_node("edited_answer", driver.node("edited_answer", answer), retry_policy=retry_policy)
     builder.add_edge(START, "cot_sc")
     builder.add_conditional_edges("cot_sc", route, ["verify_rationale", END])
     builder.add_edge("verify_rationale", "edited_answer")
     builder.add_edge("edited_answer", END)
-    return _compile(builder, checkpointer, name)
+    return compile_graph(builder, checkpointer, name)

@@ -7,7 +7,7 @@
   each answered, and a vote (their "multiple-path" recitation).
 
 A path is sampled with ``temperature`` and, where the model takes one, ``seed`` = its index, so a
-run is reproducible (:meth:`~searchain_graph.evaluation.baselines.driver._Methods.sampling`).
+run is reproducible (:func:`~searchain_graph.evaluation.baselines.driver.sampling_options`).
 Answers are compared after :func:`~searchain_graph.method.parsing.normalize_answer` (cover-EM's
 normalisation); a tie goes to the answer reached first. Each path is its own traced LLM call
 (``cot_sample``, ``recitation``, ``recite_answer``), numbered by ``searchain_round``.
@@ -21,11 +21,16 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, _cot_prompt, _examples, final_answer
-from searchain_graph.evaluation.baselines.driver import _Methods, _Node, _one_node
+from searchain_graph.evaluation.baselines.common import MethodState, cot_prompt, final_answer, render_examples
+from searchain_graph.evaluation.baselines.driver import (
+    BaselineGraph,
+    BaselineSettings,
+    baseline_driver,
+    one_node_graph,
+    sampling_options,
+)
 from searchain_graph.evaluation.baselines.prompts import BASELINE_ANSWER_FORMATS
 from searchain_graph.evaluation.baselines.prompts_more import (
     RECITE_ANSWER_EXAMPLE,
@@ -34,9 +39,16 @@ from searchain_graph.evaluation.baselines.prompts_more import (
     RECITE_PROMPT,
 )
 from searchain_graph.method.parsing import normalize_answer
-from searchain_graph.method.state import InputState, Usage
+from searchain_graph.method.steps import Generate, Request, StepBody
 
-__all__ = ["create_cot_sc_graph", "create_recite_graph", "majority", "sampled_chains", "voted_chains"]
+__all__ = [
+    "check_paths",
+    "create_cot_sc_graph",
+    "create_recite_graph",
+    "majority",
+    "sampled_chains",
+    "voted_chains",
+]
 
 
 def majority(answers: Sequence[str]) -> tuple[int | None, int]:
@@ -53,14 +65,15 @@ def majority(answers: Sequence[str]) -> tuple[int | None, int]:
     return first, top
 
 
-def _check_paths(n: int, temperature: float, what: str) -> None:
+def check_paths(n: int, temperature: float, what: str) -> None:
+    """Refuse fewer than one path, and several paths that could not differ (``temperature`` <= 0)."""
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"{what} must be >= 1, got {n!r}")
     if n > 1 and temperature <= 0:
         raise ValueError(f"{what} > 1 needs temperature > 0 (greedy paths would all be the same)")
 
 
-def _voted(update: dict[str, Any], methods: _Methods, texts: list[str], answers: list[str]) -> dict[str, Any]:
+def _voted(update: dict[str, Any], texts: list[str], answers: list[str]) -> dict[str, Any]:
     winner, votes = majority(answers)
     warnings: list[str] = list(update.get("warnings") or [])
     if winner is None:
@@ -70,28 +83,40 @@ def _voted(update: dict[str, Any], methods: _Methods, texts: list[str], answers:
         content, answer = texts[winner], answers[winner]
         if len(texts) > 1:
             warnings.append(f"{votes} of {len(texts)} paths agree on the answer")
-    return {**update, "final_content": content.strip(), "answer": answer, "warnings": warnings, "pending": False}
+    return {**update, "final_content": content.strip(), "answer": answer, "warnings": warnings}
 
 
 def sampled_chains(
-    methods: _Methods, usage: Usage, question: str, samples: int, temperature: float
-) -> Generator[Any, Any, tuple[Usage, list[str]]]:
-    """CoT's prompt for ``question``, sampled ``samples`` times (greedy once when 1): the usage and the chains."""
-    prompt, texts = _cot_prompt(methods.task, methods.question(question)), []
+    llm: BaseChatModel, settings: BaselineSettings, question: str, samples: int, temperature: float
+) -> Generator[Request, Any, list[str]]:
+    """CoT's prompt for ``question``, sampled ``samples`` times (greedy once when 1): the chains.
+
+    Requests for a step (``yield from``); ``llm`` only decides whether a path gets a ``seed``.
+    Each call is ``cot_sample``, its ``searchain_round`` the path's number.
+    """
+    prompt, texts = cot_prompt(settings.task, settings.question(question)), []
     for i in range(samples):
-        options = methods.sampling(temperature, i) if samples > 1 else None
-        reply, usage = yield from methods.generate(usage, prompt, "cot_sample", i + 1, None, options)
-        texts.append(reply)
-    return usage, texts
+        options = sampling_options(llm, temperature, i) if samples > 1 else None
+        texts.append((yield Generate.prompt(prompt, options=options, step="cot_sample", round=i + 1)))
+    return texts
 
 
 def voted_chains(
-    methods: _Methods, update: dict[str, Any], question: str, samples: int, temperature: float
-) -> Generator[Any, Any, tuple[dict[str, Any], list[str]]]:
-    """CoT-SC: CoT's chains sampled and voted on; ``update`` with the vote (its usage counted on), and the answers."""
-    usage, texts = yield from sampled_chains(methods, update["usage"], question, samples, temperature)
-    answers = [final_answer(t, methods.task) for t in texts]
-    return _voted({**update, "usage": usage}, methods, texts, answers), answers
+    llm: BaseChatModel,
+    settings: BaselineSettings,
+    update: dict[str, Any],
+    question: str,
+    samples: int,
+    temperature: float,
+) -> Generator[Request, Any, tuple[dict[str, Any], list[str]]]:
+    """CoT-SC: CoT's chains sampled and voted on; ``update`` with the vote added, and the chains' answers.
+
+    The vote sets ``final_content`` (the first chain stating the winning answer), ``answer`` and
+    ``warnings`` (``update``'s, plus how many paths agree).
+    """
+    texts = yield from sampled_chains(llm, settings, question, samples, temperature)
+    answers = [final_answer(t, settings.task) for t in texts]
+    return _voted(update, texts, answers), answers
 
 
 def create_cot_sc_graph(
@@ -104,7 +129,7 @@ def create_cot_sc_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "cot_sc",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     """CoT with self-consistency (Wang et al., 2023): ``samples`` sampled chains, a majority vote.
 
     Each chain is CoT's prompt (:func:`~searchain_graph.evaluation.baselines.create_cot_graph`)
@@ -125,15 +150,16 @@ def create_cot_sc_graph(
     Returns:
         A compiled graph: input ``{"question": str}``, output :class:`MethodOutput`.
     """
-    _check_paths(samples, temperature, "samples")
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars)
+    check_paths(samples, temperature, "samples")
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings)
 
-    def body(state: MethodState) -> _Node:
-        update = methods.start(state)
-        out, _ = yield from voted_chains(methods, {**update, "rounds": 1}, update["question"], samples, temperature)
+    def body(state: MethodState, settings: BaselineSettings) -> StepBody:
+        update = {"warnings": state["warnings"]}
+        out, _ = yield from voted_chains(llm, settings, update, state["question"], samples, temperature)
         return out
 
-    return _one_node(methods, "cot_sc", body, retry_policy, checkpointer, name)
+    return one_node_graph(driver, "cot_sc", body, retry_policy=retry_policy, checkpointer=checkpointer, name=name)
 
 
 def create_recite_graph(
@@ -146,7 +172,7 @@ def create_recite_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "recite",
-) -> CompiledStateGraph[MethodState, None, InputState, MethodOutput]:
+) -> BaselineGraph:
     """Recite-and-Answer (Sun et al., 2023): recite a passage from memory, then answer from it.
 
     Two calls a path: the recitation (demonstrations recite their supporting paragraphs), then
@@ -168,40 +194,41 @@ def create_recite_graph(
         A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` whose
         ``final_content`` is the winning recitation and its answer.
     """
-    _check_paths(paths, temperature, "paths")
-    methods = _Methods(name, llm, task=task, max_question_chars=max_question_chars)
+    check_paths(paths, temperature, "paths")
+    settings = BaselineSettings(task, max_question_chars)
+    driver = baseline_driver(name, llm, settings)
     fmt = BASELINE_ANSWER_FORMATS
 
     def recited(d: Any) -> str:
         return " ".join(text for _, text in d.paragraphs)
 
-    def body(state: MethodState) -> _Node:
-        update = methods.start(state)
-        question = methods.question(update["question"])
+    def body(state: MethodState, settings: BaselineSettings) -> StepBody:
+        question = settings.question(state["question"])
         recite = RECITE_PROMPT.format(
-            examples=_examples(methods.task, lambda d, q: RECITE_EXAMPLE.format(question=q, recitation=recited(d))),
+            examples=render_examples(
+                settings.task, lambda d, q: RECITE_EXAMPLE.format(question=q, recitation=recited(d))
+            ),
             question=question,
         )
-        answer_examples = _examples(
-            methods.task,
+        answer_examples = render_examples(
+            settings.task,
             lambda d, q: RECITE_ANSWER_EXAMPLE.format(recitation=recited(d), question=q, answer=d.answer),
         )
-        usage, texts, answers = update["usage"], [], []
-        for i in range(paths):
-            options = methods.sampling(temperature, i) if paths > 1 else None
-            stop = ["\nQuestion:"]
-            recitation, usage = yield from methods.generate(usage, recite, "recitation", i + 1, stop, options)
-            recitation = " ".join(recitation.split()) or "(nothing recited)"
-            reply, usage = yield from methods.generate(
-                usage,
-                RECITE_ANSWER_PROMPT.format(
-                    answer_format=fmt[methods.task], examples=answer_examples, recitation=recitation, question=question
-                ),
-                "recite_answer",
-                i + 1,
+        texts, answers = [], []
+        for i in range(paths):  # each path is a round of its calls' trace
+            options = sampling_options(llm, temperature, i) if paths > 1 else None
+            recitation = yield Generate.prompt(
+                recite, stop=["\nQuestion:"], options=options, step="recitation", round=i + 1
             )
+            recitation = " ".join(recitation.split()) or "(nothing recited)"
+            answer_prompt = RECITE_ANSWER_PROMPT.format(
+                answer_format=fmt[settings.task], examples=answer_examples, recitation=recitation, question=question
+            )
+            reply = yield Generate.prompt(answer_prompt, step="recite_answer", round=i + 1)
             texts.append(f"Recitation: {recitation}\nAnswer: {reply.strip()}")
-            answers.append(final_answer(reply, methods.task))
-        return _voted({**update, "usage": usage, "rounds": 1}, methods, texts, answers)
+            answers.append(final_answer(reply, settings.task))
+        return _voted({"warnings": state["warnings"]}, texts, answers)
 
-    return _one_node(methods, "recite_and_answer", body, retry_policy, checkpointer, name)
+    return one_node_graph(
+        driver, "recite_and_answer", body, retry_policy=retry_policy, checkpointer=checkpointer, name=name
+    )

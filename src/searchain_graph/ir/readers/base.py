@@ -32,6 +32,7 @@ import numbers
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 MIN_CONFIDENCE = -10.0
@@ -163,7 +164,8 @@ class Reader(Protocol):
     A reader whose *g* can be "yes" or "no" may say so with the class attribute
     ``answers_yes_no = True`` (the default for readers that do not say); the shipped readers
     extract words of the passage and set it False, so that SearChain does not verify yes/no
-    answers with them (:mod:`searchain_graph.method.verdict`).
+    answers with them (:mod:`searchain_graph.method.verdict`). Every optional declaration, with
+    its type and default, is a field of :class:`ReaderTraits`, read by :func:`reader_traits`.
     """
 
     def read(self, query: str, passage: Any) -> ReaderOutput:
@@ -171,9 +173,57 @@ class Reader(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ReaderTraits:
+    r"""What a reader declares besides ``read``: every optional attribute, read once and typed.
+
+    A reader may set any of these as class (or instance) attributes; one it leaves out takes
+    the default here. :func:`reader_traits` is the only place they are read.
+
+    Attributes:
+        reads_passages: ``read`` takes a :class:`Passage` (else the old ``"title\ntext"`` string).
+        answers_yes_no: Its *g* can be "yes" or "no", so verification may check yes/no answers
+            (False for the shipped readers, which extract words of the passage).
+        default_threshold: Its own θ (the bundled reader's calibrated one), else ``None``.
+        threshold_source: Where ``default_threshold`` comes from, for logs and metadata.
+        calibration_key: The key of its saved calibration (``searchain calibrate``), if any.
+    """
+
+    reads_passages: bool = False
+    answers_yes_no: bool = True
+    default_threshold: float | None = None
+    threshold_source: str | None = None
+    calibration_key: str | None = None
+
+
+def reader_traits(reader: object) -> ReaderTraits:
+    """The optional declarations of ``reader`` (see :class:`ReaderTraits`).
+
+    Raises:
+        TypeError: a declaration has the wrong type (the message names it and the reader).
+    """
+    found: dict[str, Any] = {}
+    for name, kinds in (
+        ("reads_passages", (bool,)),
+        ("answers_yes_no", (bool,)),
+        ("default_threshold", (int, float)),
+        ("threshold_source", (str,)),
+        ("calibration_key", (str,)),
+    ):
+        value = getattr(reader, name, None)
+        if value is None:
+            continue
+        if not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool)):
+            raise TypeError(
+                f"{type(reader).__name__}.{name} must be {' or '.join(k.__name__ for k in kinds)}, got {value!r}"
+            )
+        found[name] = float(value) if name == "default_threshold" else value
+    return ReaderTraits(**found)
+
+
 def reads_passages(reader: object) -> bool:
     """Whether ``reader`` takes :class:`Passage` (it sets ``reads_passages = True``)."""
-    return getattr(reader, "reads_passages", False) is True
+    return reader_traits(reader).reads_passages
 
 
 _warned: set[object] = set()

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from searchain_graph._files import write_aside
+from searchain_graph.ir.readers.base import reader_traits
 from searchain_graph.llms.weights import cache_root
 
 logger = logging.getLogger(__name__)
@@ -59,8 +60,8 @@ def chat_model_name(llm: object) -> str:
 
 def reader_key(reader: object) -> str:
     """The reader's ``calibration_key``, or its class name when it has none."""
-    key = getattr(reader, "calibration_key", None)
-    return key if isinstance(key, str) and key else type(reader).__name__
+    key = reader_traits(reader).calibration_key
+    return key or type(reader).__name__
 
 
 def _key(reader_or_key: object) -> str:

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from searchain_graph.ir.readers.base import MIN_CONFIDENCE, Passage
-from searchain_graph.ir.readers.extractive import _SpanReader
-from searchain_graph.ir.readers.spans import _cut_to_tokens, _encode_windows, _Window
+from searchain_graph.ir.readers.extractive import SpanReader
+from searchain_graph.ir.readers.spans import Window, cut_to_tokens, encode_windows
 from searchain_graph.llms.hub import from_pretrained
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ CONFIDENCES: tuple[Confidence, ...] = ("relevance", "joint")
 """What *f* is: the relevance logit (the paper's), or that plus the span's log-probability."""
 
 
-class DPRReader(_SpanReader):
+class DPRReader(SpanReader):
     r"""The paper's reader: DPR's extractive reader, *f* = its relevance logit (θ = 1.5).
 
     See the module docstring for the layout, and :mod:`~searchain_graph.ir.readers.extractive`
@@ -128,7 +128,7 @@ class DPRReader(_SpanReader):
         """The text: *g* is never taken from the title."""
         return passage.text
 
-    def _windows(self, query: str, passage: Passage) -> list[_Window]:
+    def _windows(self, query: str, passage: Passage) -> list[Window]:
         """``[CLS] question [SEP] title [SEP] text``, the text in windows.
 
         The question and text are pair-encoded in windows (``[CLS] q [SEP] text [SEP]``) by
@@ -141,9 +141,9 @@ class DPRReader(_SpanReader):
         if not text.strip():
             return []
         tok = self._tokenizer
-        question = _cut_to_tokens(tok, query, self.max_query_tokens)
+        question = cut_to_tokens(tok, query, self.max_query_tokens)
         title_ids = tok(title, add_special_tokens=False)["input_ids"][: self.max_query_tokens] if title else []
-        windows = _encode_windows(
+        windows = encode_windows(
             tok, question, text, max_length=self.max_length - len(title_ids), stride=self.stride, context_offset=0
         )
         for window in windows:
@@ -164,7 +164,7 @@ class DPRReader(_SpanReader):
         end_logits: torch.Tensor,
         relevance: torch.Tensor | None,
         allowed: torch.Tensor,
-        windows: Sequence[_Window],
+        windows: Sequence[Window],
         starts: torch.Tensor,
         ends: torch.Tensor,
     ) -> list[float]:

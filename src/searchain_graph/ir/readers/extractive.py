@@ -1,6 +1,6 @@
 r"""Extractive readers: a span-prediction model reads the passage and points at *g* (Section 3.3).
 
-Two readers share one implementation, :class:`_SpanReader` (windowing, batching and span
+Two readers share one implementation, :class:`SpanReader` (windowing, batching and span
 search from :mod:`~searchain_graph.ir.readers.spans`); they differ in how a passage is laid
 out for the model and in what their confidence *f* means. This module holds the shared base
 and :class:`ExtractiveQAReader`; the paper's reader, whose *f* is DPR's relevance logit, is
@@ -32,13 +32,13 @@ Both readers:
   a line break the old ``"title\ntext"`` (deprecated; :func:`~.base.as_passage`);
 * return ``("", -10.0)`` for a passage with no text (an empty passage, a title alone),
   without running the model: there is nothing to extract;
-* batch: :meth:`~_SpanReader.read_batch` encodes all windows of all pairs, sorts them by
+* batch: :meth:`~SpanReader.read_batch` encodes all windows of all pairs, sorts them by
   length and runs one forward pass per padded mini-batch of at most ``batch_size`` windows
   under ``torch.inference_mode()`` (on a CPU, mini-batches are also cut where padding would
   exceed ``max_padding``, see :func:`~searchain_graph.ir.readers.spans.plan_batches`).
-  :meth:`~_SpanReader.read` is ``read_batch`` of one pair, so the two agree (up to the last
+  :meth:`~SpanReader.read` is ``read_batch`` of one pair, so the two agree (up to the last
   digits of *f*, which padding in a batch may change);
-* load lazily, on the first read or on :meth:`~_SpanReader.load`, through
+* load lazily, on the first read or on :meth:`~SpanReader.load`, through
   :func:`searchain_graph.llms.hub.from_pretrained`: a missing local directory or a hub name with
   no hub access fails with :class:`~searchain_graph.llms.hub.ModelNotFoundError`.
 """
@@ -59,19 +59,19 @@ from searchain_graph.ir.readers.base import (
     as_passage,
     logprob_confidence,
 )
-from searchain_graph.ir.readers.spans import _cut_to_tokens, _encode_windows, _Window, best_span, plan_batches
+from searchain_graph.ir.readers.spans import Window, best_span, cut_to_tokens, encode_windows, plan_batches
 from searchain_graph.llms.hub import from_pretrained
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DEFAULT_QA_READER", "ExtractiveQAReader"]
+__all__ = ["DEFAULT_QA_READER", "ExtractiveQAReader", "SpanReader"]
 
 DEFAULT_QA_READER = "deepset/roberta-base-squad2"
 """Default :class:`ExtractiveQAReader` checkpoint: RoBERTa-base fine-tuned on SQuAD 2.0 (so it can say "no answer")."""
 
 
-class _SpanReader:
+class SpanReader:
     """Shared machinery of the extractive readers: loading, windowing, batching, span search."""
 
     default_threshold: ClassVar[float] = 1.5
@@ -130,7 +130,7 @@ class _SpanReader:
         """Load ``(tokenizer, model)``."""
         raise NotImplementedError
 
-    def _windows(self, query: str, passage: Passage) -> list[_Window]:
+    def _windows(self, query: str, passage: Passage) -> list[Window]:
         """The model inputs for one pair (none when the passage has no text).
 
         The windows' ``char_offsets`` index :meth:`_source` of the passage.
@@ -152,7 +152,7 @@ class _SpanReader:
         end_logits: torch.Tensor,
         relevance: torch.Tensor | None,
         allowed: torch.Tensor,
-        windows: Sequence[_Window],
+        windows: Sequence[Window],
         starts: torch.Tensor,
         ends: torch.Tensor,
     ) -> list[float]:
@@ -234,7 +234,7 @@ class _SpanReader:
                     best[pair] = (f, rank, self._answer(self._source(passages[pair]), window, s, e))
         return [ReaderOutput("", MIN_CONFIDENCE) if b is None else ReaderOutput(b[2], b[0]) for b in best]
 
-    def _collate(self, windows: Sequence[_Window]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    def _collate(self, windows: Sequence[Window]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """Right-pad a mini-batch; also the mask of positions an answer may use (context tokens with text)."""
         import torch
 
@@ -257,7 +257,7 @@ class _SpanReader:
         return inputs, allowed
 
     @staticmethod
-    def _answer(source: str, window: _Window, start: int, end: int) -> str:
+    def _answer(source: str, window: Window, start: int, end: int) -> str:
         """The substring of ``source`` covered by tokens ``start..end`` of ``window``, widened to whole words."""
         if start < 0:
             return ""
@@ -270,7 +270,7 @@ class _SpanReader:
         return source[window.char_offsets[first][0] : window.char_offsets[last][1]].strip()
 
 
-class ExtractiveQAReader(_SpanReader):
+class ExtractiveQAReader(SpanReader):
     r"""Any SQuAD-style extractive QA model; *f* = log-odds of the span's probability (θ = 1.5 ⇔ p > 0.82).
 
     The model reads the title and the text as one context, ``"title\ntext"`` (the text alone
@@ -349,12 +349,12 @@ class ExtractiveQAReader(_SpanReader):
         r"""``"title\ntext"``, or the text alone when there is no title."""
         return passage.joined()
 
-    def _windows(self, query: str, passage: Passage) -> list[_Window]:
+    def _windows(self, query: str, passage: Passage) -> list[Window]:
         r"""``question`` and ``title\ntext`` pair-encoded in windows (the tokenizer's own pair layout)."""
         if not passage.text.strip():
             return []
-        question = _cut_to_tokens(self._tokenizer, query, self.max_query_tokens)
-        return _encode_windows(
+        question = cut_to_tokens(self._tokenizer, query, self.max_query_tokens)
+        return encode_windows(
             self._tokenizer,
             question,
             self._source(passage),
@@ -373,7 +373,7 @@ class ExtractiveQAReader(_SpanReader):
         end_logits: torch.Tensor,
         relevance: torch.Tensor | None,
         allowed: torch.Tensor,
-        windows: Sequence[_Window],
+        windows: Sequence[Window],
         starts: torch.Tensor,
         ends: torch.Tensor,
     ) -> list[float]:

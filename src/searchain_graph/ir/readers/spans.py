@@ -8,14 +8,14 @@ r"""Span decoding, batch planning and passage windows: the model-free machinery 
   tokens long (unlike the authors' code, which takes the two argmaxes independently and can
   return an end before the start). Only tokens that carry text count: a byte-level BPE's
   bare newline token, between title and text, is never part of an answer (the ``answerable``
-  mask of a :class:`_Window`). The readers turn the span into the passage's own substring
+  mask of a :class:`Window`). The readers turn the span into the passage's own substring
   (through the tokenizer's offset mappings), not detokenised word pieces, widened to whole
   words (the tokenizer's words) when the span starts or ends inside one (``"1976"``, not
   ``"6"`` of ``"##6"``; DPR's own code does the same);
 * long inputs never fail: the question (and the DPR title) is cut to ``max_query_tokens``
-  tokens (:func:`_cut_to_tokens`), and a passage that does not fit in ``max_length`` tokens
+  tokens (:func:`cut_to_tokens`), and a passage that does not fit in ``max_length`` tokens
   is read in overlapping windows (``stride`` tokens shared by neighbours) that together cover
-  every token (:func:`_encode_windows`). The readers get the title and the text apart
+  every token (:func:`encode_windows`). The readers get the title and the text apart
   (:class:`~searchain_graph.ir.readers.base.Passage`); :func:`split_passage` splits the old
   interface's ``"title\ntext"`` string, for code that has only that;
 * :func:`plan_batches` groups the windows of all pairs into padded mini-batches, longest
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["best_span", "plan_batches", "split_passage"]
+__all__ = ["Window", "best_span", "cut_to_tokens", "encode_windows", "plan_batches", "split_passage"]
 
 
 def best_span(
@@ -138,8 +138,18 @@ def split_passage(passage: str) -> tuple[str, str, int]:
     return title.strip(), text, len(title) + 1
 
 
-def _cut_to_tokens(tokenizer: Any, text: str, limit: int) -> str:
-    """``text`` cut, at a token boundary, to its first ``limit`` tokens."""
+def cut_to_tokens(tokenizer: Any, text: str, limit: int) -> str:
+    """``text`` cut, at a token boundary, to its first ``limit`` tokens.
+
+    Args:
+        tokenizer: A fast ``transformers`` tokenizer (it gives offset mappings).
+        text: The text to cut (a question, a DPR title).
+        limit: Most tokens kept, special tokens not counted.
+
+    Returns:
+        ``text`` itself when it has at most ``limit`` tokens, else its prefix ending with the
+        last character of token ``limit`` (``""`` for a ``limit`` of 0 or less).
+    """
     encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     offsets = encoding["offset_mapping"]
     if len(offsets) <= limit:
@@ -148,7 +158,7 @@ def _cut_to_tokens(tokenizer: Any, text: str, limit: int) -> str:
 
 
 @dataclass(slots=True)
-class _Window:
+class Window:
     """One model input: the question and a stretch of a passage's context tokens."""
 
     input_ids: list[int]
@@ -160,14 +170,25 @@ class _Window:
     null_index: int  # the [CLS]/<s> position ("no answer" for SQuAD 2.0 models)
 
 
-def _encode_windows(
+def encode_windows(
     tokenizer: Any, question: str, context: str, *, max_length: int, stride: int, context_offset: int
-) -> list[_Window]:
+) -> list[Window]:
     """Pair-encode ``(question, context)`` in overlapping windows that together cover the context.
 
     Uses the tokenizer's own pair layout (``[CLS] q [SEP] c [SEP]``, ``<s> q </s></s> c </s>``,
     ...) with ``truncation="only_second"`` and overflowing windows of ``stride`` shared tokens.
     ``context_offset`` is where ``context`` starts in the passage string.
+
+    Args:
+        tokenizer: A fast ``transformers`` tokenizer (it gives offset mappings and word ids).
+        question: The question, already cut (:func:`cut_to_tokens`).
+        context: The passage string the answer is read from.
+        max_length: Tokens per window, question and special tokens included.
+        stride: Tokens shared by neighbouring windows.
+        context_offset: Added to every character offset, so that they index the passage string.
+
+    Returns:
+        One :class:`Window` per window that holds context tokens, in order.
     """
     encoding = tokenizer(
         question,
@@ -192,5 +213,5 @@ def _encode_windows(
         type_ids = encoding["token_type_ids"][i] if "token_type_ids" in encoding else None
         null_index = input_ids.index(cls_id) if cls_id is not None and cls_id in input_ids else 0
         words = encoding.word_ids(i)[first:last]
-        windows.append(_Window(list(input_ids), type_ids, (first, last), offsets, answerable, words, null_index))
+        windows.append(Window(list(input_ids), type_ids, (first, last), offsets, answerable, words, null_index))
     return windows

@@ -1,0 +1,137 @@
+"""The one way ``searchain ask``, ``serve`` and ``eval`` load their LLM, retriever and reader.
+
+:func:`load_stack` reads the options the three commands share (``--index`` or ``--corpus``,
+``--model``, ``--llm-backend``, ``--max-new-tokens``, ``--llm-timeout`` and ``--reader``) and
+returns a :class:`Stack`; what differs between the commands is passed as arguments: how many
+calls a local model decodes together, how many replies it remembers, the passages to index when
+no corpus is named (``eval``: the dataset's own paragraphs), and whether a reader with weights
+loads now. The heavy modules are imported when it runs, so that importing this module stays
+cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.retrievers import BaseRetriever
+
+    from searchain_graph.ir.readers.base import Reader
+
+__all__ = ["Stack", "load_stack"]
+
+
+def _silent(msg: str) -> None:
+    """Say nothing."""
+
+
+def _name_of(llm: BaseChatModel) -> str:
+    """A chat model's name: its ``model_name`` or ``model``, else its class name."""
+    return str(getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__)
+
+
+@dataclass(frozen=True)
+class Stack:
+    """The LLM, retriever and reader a command runs with.
+
+    Attributes:
+        llm: The chat model (a local one's weights already loaded).
+        retriever: The retriever (top 1 per query unless a method asks for more).
+        reader: The reader SearChain and Self-Ask verify with.
+        source: What the retriever searches: ``"index DIR"`` or ``"BM25 over N passages"``.
+    """
+
+    llm: BaseChatModel
+    retriever: BaseRetriever
+    reader: Reader
+    source: str
+
+    @property
+    def model_name(self) -> str:
+        """The LLM's name: its ``model_name`` or ``model``, else its class name."""
+        return _name_of(self.llm)
+
+    @property
+    def local(self) -> bool:
+        """Whether the LLM runs in this process (a :class:`~searchain_graph.llms.chat_model.TransformersChatModel`)."""
+        from searchain_graph.llms.chat_model import TransformersChatModel
+
+        return isinstance(self.llm, TransformersChatModel)
+
+    @property
+    def batch_engine(self) -> Any:
+        """A local model's continuous-batching engine, once it has run (``None`` otherwise)."""
+        from searchain_graph.llms.chat_model import TransformersChatModel
+
+        return self.llm.batch_engine if isinstance(self.llm, TransformersChatModel) else None
+
+
+def load_stack(
+    args: argparse.Namespace,
+    *,
+    say: Callable[[str], None] = _silent,
+    max_batch_size: int = 1,
+    response_cache: int = 0,
+    documents: Sequence[Document] | None = None,
+    load_reader_now: bool = True,
+) -> Stack:
+    """Open the retriever, build and load the LLM, and build the reader, from a command's options.
+
+    Args:
+        args: ``--index`` or ``--corpus``, ``--model``, ``--llm-backend``, ``--max-new-tokens``,
+            ``--llm-timeout`` and ``--reader``.
+        say: Where the progress of loading goes (how long each part took).
+        max_batch_size: Local models: calls decoded together.
+        response_cache: Local models: replies remembered and answered again from memory.
+        documents: Passages to index with BM25 when neither ``--index`` nor ``--corpus`` is given.
+        load_reader_now: Load a reader with weights now rather than at its first reading.
+
+    Raises:
+        ValueError: no ``--index``, no ``--corpus`` and no ``documents``.
+    """
+    from searchain_graph.ir.bm25_retriever import BM25Retriever
+    from searchain_graph.ir.index import load_index
+    from searchain_graph.ir.readers.load import load_reader
+    from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
+
+    started = time.perf_counter()
+    retriever: BaseRetriever
+    if args.index:
+        retriever = load_index(args.index, k=1)
+        say(f"opened the index at {args.index} in {time.perf_counter() - started:.1f} s")
+        source = f"index {args.index}"
+    elif args.corpus or documents is not None:
+        bm25 = (
+            BM25Retriever.from_files(args.corpus, k=1)
+            if args.corpus
+            else BM25Retriever.from_documents(documents or [], k=1)
+        )
+        say(f"indexed {len(bm25)} passages in {time.perf_counter() - started:.1f} s")
+        retriever, source = bm25, f"BM25 over {len(bm25)} passages"
+    else:
+        raise ValueError("no passages to search: pass --index DIR or --corpus FILE")
+    t0 = time.perf_counter()
+    llm = load_chat_model(
+        args.model,
+        max_new_tokens=args.max_new_tokens,
+        max_batch_size=max_batch_size,
+        backend=args.llm_backend,
+        timeout=args.llm_timeout,
+        response_cache=response_cache,
+    )
+    if isinstance(llm, TransformersChatModel):
+        llm.load()
+    say(f"loaded {_name_of(llm)} in {time.perf_counter() - t0:.1f} s")
+    t0 = time.perf_counter()
+    reader = load_reader(args.reader, llm)
+    load = getattr(reader, "load", None)
+    if load_reader_now and callable(load):  # a reader with weights loads now, not in its first reading
+        load()
+        say(f"loaded the {args.reader.split(':')[0]} reader in {time.perf_counter() - t0:.1f} s")
+    return Stack(llm, retriever, reader, source)

@@ -1,0 +1,315 @@
+"""The driver of the step protocol: runs the steps of one method on one LLM, retriever and reader.
+
+:class:`StepDriver` turns a step (:mod:`searchain_graph.method.steps`: a generator that yields
+:class:`~searchain_graph.method.steps.Generate`, :class:`~searchain_graph.method.steps.Retrieve`
+and :class:`~searchain_graph.method.steps.Read` requests and returns its update) into a graph
+node. It performs each request synchronously or asynchronously, traces it under the step and the
+round, counts its cost as a ``usage`` delta, writes the round number once per round, records the
+step that ran last and starts a run afresh at the entry step. SearChain
+(:mod:`searchain_graph.method.graph`) and every baseline
+(:mod:`searchain_graph.evaluation.baselines`) run on it; see the worked example in
+:mod:`searchain_graph.method.steps`.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables.config import run_in_executor
+from langgraph.runtime import Runtime
+from langgraph.types import Command, Overwrite
+
+from searchain_graph.ir.readers.base import Reader, ReaderOutput, aread_pairs, passage_of, read_pairs
+from searchain_graph.method.calls import call_usage, doc_dict, label_node_run, message_text, trace_config
+from searchain_graph.method.question import validate_question
+from searchain_graph.method.state import DocumentDict, Usage, add_usage, empty_usage
+from searchain_graph.method.steps import (
+    Generate,
+    Read,
+    Request,
+    Retrieve,
+    Step,
+    StepFunction,
+    StepSettings,
+    reducers_of,
+)
+
+__all__ = ["StepDriver"]
+
+
+def _accepts_k(method: Callable[..., Any]) -> bool:
+    params = inspect.signature(method).parameters
+    return "k" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _takes_k(retriever: BaseRetriever) -> tuple[bool, bool]:
+    """Whether ``invoke(query, k=n)`` and ``ainvoke(query, k=n)`` reach a method that takes ``k``.
+
+    ``BaseRetriever``'s default ``_aget_relevant_documents`` takes no extra arguments, so a
+    retriever that only implements the sync method is run in an executor for ``ainvoke``.
+    """
+    if not getattr(retriever, "_expects_other_args", False):
+        return False, False
+    cls = type(retriever)
+    return _accepts_k(cls._get_relevant_documents), _accepts_k(cls._aget_relevant_documents)
+
+
+@dataclass
+class _Running:
+    """One step under way: its round, the state it sees, its settings and the cost so far."""
+
+    name: str
+    round: int
+    state: dict[str, Any]
+    settings: Any
+    fresh: dict[str, Any] | None
+    usage: Usage = field(default_factory=empty_usage)
+
+
+class StepDriver:
+    """Runs the steps of one method, bound to one LLM, retriever and reader.
+
+    Args:
+        method: The method's name, in every call's ``searchain_method`` metadata.
+        llm: Any LangChain chat model.
+        retriever: Any LangChain retriever (methods that retrieve).
+        reader: A :class:`~searchain_graph.ir.readers.base.Reader` (methods that read).
+        settings: ``runtime -> settings`` of a run (SearChain's come from the run's context), or
+            the fixed settings of the method; they must have ``max_question_chars``.
+        fresh: The values a new run starts with, by channel (the question, ``rounds`` and
+            ``usage`` are the driver's); a channel with a reducer in ``state_schema`` is
+            replaced, not reduced.
+        state_schema: The graph's state ``TypedDict``, for its reducers (``usage`` is summed).
+        title: How error notes name the method (default: ``method``).
+    """
+
+    def __init__(
+        self,
+        method: str,
+        llm: BaseChatModel,
+        *,
+        retriever: BaseRetriever | None = None,
+        reader: Reader | None = None,
+        settings: Callable[[Runtime[Any] | None], Any] | StepSettings,
+        fresh: Mapping[str, Any] | None = None,
+        state_schema: type | None = None,
+        title: str | None = None,
+    ) -> None:
+        if not isinstance(llm, BaseChatModel):
+            raise TypeError(f"llm must be a LangChain BaseChatModel, got {type(llm).__name__}")
+        if retriever is not None and not isinstance(retriever, BaseRetriever):
+            raise TypeError(f"retriever must be a LangChain BaseRetriever, got {type(retriever).__name__}")
+        if reader is not None and not callable(getattr(reader, "read", None)):
+            raise TypeError(f"reader must have a read(query, passage) method, got {type(reader).__name__}")
+        self.method = method
+        self.title = title or method
+        self.llm = llm
+        self.retriever = retriever
+        self.reader = reader
+        self._settings = settings
+        self.fresh = dict(fresh or {})
+        self.reducers = reducers_of(state_schema) if state_schema is not None else {"usage": add_usage}
+        self.takes_k, self.atakes_k = _takes_k(retriever) if retriever is not None else (False, False)
+        self._read: RunnableLambda[list[tuple[str, DocumentDict]], list[ReaderOutput]] = RunnableLambda(
+            self._read_pairs, afunc=self._aread_pairs, name="read"
+        )
+
+    def settings(self, runtime: Runtime[Any] | None) -> Any:
+        """The settings of the run ``runtime`` belongs to."""
+        return self._settings(runtime) if callable(self._settings) else self._settings
+
+    # -- the node -----------------------------------------------------------------------------------
+    def node(
+        self,
+        name: str,
+        body: StepFunction,
+        *,
+        starts_run: bool = False,
+        continues_after: Collection[str] = (),
+        opens_round: bool = False,
+    ) -> Step:
+        """``body`` as a graph node, with a sync and an async driver and no run of its own.
+
+        Args:
+            name: The node's name (its calls' ``searchain_step``; error notes name it).
+            body: The step.
+            starts_run: The entry step: a new run starts here, unless the last step that ran is
+                one of ``continues_after`` (the steps that lead back to it within a run).
+            continues_after: See ``starts_run``.
+            opens_round: The step opens a round: ``rounds`` goes up by one (to 1 for a new run).
+        """
+
+        def begin(state: Any, runtime: Runtime[Any] | None) -> _Running:
+            state = dict(state or {})
+            settings = self.settings(runtime)
+            done = int(state.get("rounds") or 0)
+            fresh = None
+            if starts_run and state.get("last_step") not in continues_after:
+                question = validate_question(state.get("question"), settings.max_question_chars)
+                # A copy per run: no two runs share a list of the starting values.
+                fresh = copy.deepcopy({"usage": empty_usage(), **self.fresh, "question": question, "rounds": 0})
+                state.update(fresh)
+                done = 0
+            rnd = done + 1 if opens_round else max(done, 1)
+            if opens_round:
+                state["rounds"] = rnd
+            label_node_run(name, rnd)
+            return _Running(name, rnd, state, settings, fresh)
+
+        def run(state: Any, runtime: Runtime[Any] | None) -> Any:
+            running = None
+            try:
+                running = begin(state, runtime)
+                gen, result = body(running.state, running.settings), None
+                if not isinstance(gen, Generator):
+                    return self._finish(running, gen, opens_round)
+                while True:
+                    try:  # only the body's own end is a StopIteration here, never a call's
+                        request = gen.send(result)
+                    except StopIteration as stop:
+                        return self._finish(running, stop.value, opens_round)
+                    result = self._perform(request, running)
+            except Exception as exc:
+                self._note(exc, name, running, state, opens_round)
+                raise
+
+        async def arun(state: Any, runtime: Runtime[Any] | None) -> Any:
+            running = None
+            try:
+                running = begin(state, runtime)
+                gen, result = body(running.state, running.settings), None
+                if not isinstance(gen, Generator):
+                    return self._finish(running, gen, opens_round)
+                while True:
+                    try:
+                        request = gen.send(result)
+                    except StopIteration as stop:
+                        return self._finish(running, stop.value, opens_round)
+                    result = await self._aperform(request, running)
+            except Exception as exc:
+                self._note(exc, name, running, state, opens_round)
+                raise
+
+        return Step(name, run, arun)
+
+    def _finish(self, running: _Running, returned: Any, opens_round: bool) -> Any:
+        """The step's update: its own, its calls' usage, the round, the last step, a new run's reset."""
+        if isinstance(returned, Command):
+            return Command(
+                graph=returned.graph,
+                update=self._finish(running, returned.update, opens_round),
+                resume=returned.resume,
+                goto=returned.goto,
+            )
+        out = dict(returned or {})
+        if running.usage != empty_usage() or "usage" in out:
+            out["usage"] = add_usage(out.get("usage"), running.usage)
+        if opens_round:
+            out["rounds"] = running.round
+        out["last_step"] = running.name
+        if running.fresh is not None:
+            for key, value in running.fresh.items():
+                reducer = self.reducers.get(key)
+                if reducer is not None:
+                    out[key] = Overwrite(reducer(value, out[key]) if key in out else value)
+                else:
+                    out.setdefault(key, value)
+        return out
+
+    def _note(self, exc: Exception, name: str, running: _Running | None, state: Any, opens_round: bool) -> None:
+        """Say on the exception (a note, shown with its traceback) which step of which round failed."""
+        if running is not None:
+            rnd = running.round
+        else:
+            done = int(state.get("rounds") or 0) if isinstance(state, dict) else 0
+            rnd = done + 1 if opens_round else max(done, 1)
+        exc.add_note(f"{self.title} step {name!r} failed in round {rnd}: {type(exc).__name__}: {exc}")
+
+    # -- performing requests ------------------------------------------------------------------------
+    def _config(self, step: str, rnd: int | None, running: _Running, **extra: Any) -> RunnableConfig:
+        # A call's run is named after its step, unless the node it runs in bears that name already
+        # (a trace should not show it twice); LLM calls keep the model's own name.
+        rnd = running.round if rnd is None else rnd
+        return trace_config(step, rnd, named=step != running.name, searchain_method=self.method, **extra)
+
+    def _generate_args(self, req: Generate, running: _Running) -> tuple[list[BaseMessage], dict[str, Any]]:
+        rnd = running.round if req.round is None else req.round
+        config = trace_config(req.step or running.name, rnd, named=False, searchain_method=self.method)
+        return list(req.messages), {"config": config, "stop": list(req.stop) if req.stop else None, **dict(req.options)}
+
+    def _count_generation(self, sent: list[BaseMessage], reply: BaseMessage, running: _Running) -> str:
+        running.usage = add_usage(running.usage, call_usage(sent, reply))
+        return message_text(reply)
+
+    def _retrieve_args(self, req: Retrieve, running: _Running) -> tuple[list[RunnableConfig], dict[str, Any]]:
+        if self.retriever is None:
+            raise RuntimeError(f"{self.title} asked to retrieve, but it was built without a retriever")
+        configs = [self._config(req.step, req.round, running, searchain_query=q) for q in req.queries]
+        return configs, ({"k": req.k} if req.k is not None and self.takes_k else {})
+
+    def _count_retrieval(self, req: Retrieve, found: Sequence[Sequence[Document]], running: _Running) -> list[Any]:
+        running.usage = add_usage(running.usage, {"retrieval_calls": len(req.queries)})
+        return [[doc_dict(d) for d in (docs if req.k is None else list(docs)[: req.k])] for docs in found]
+
+    def _read_args(self, req: Read, running: _Running) -> RunnableConfig:
+        if self.reader is None:
+            raise RuntimeError(f"{self.title} asked to read, but it was built without a reader")
+        running.usage = add_usage(running.usage, {"reader_calls": len(req.pairs)})
+        return self._config(req.step, req.round, running)
+
+    def _perform(self, req: Request, running: _Running) -> Any:
+        if isinstance(req, Generate):
+            sent, kwargs = self._generate_args(req, running)
+            return self._count_generation(sent, self.llm.invoke(sent, **kwargs), running)
+        if isinstance(req, Retrieve):
+            configs, kwargs = self._retrieve_args(req, running)
+            assert self.retriever is not None
+            if len(req.queries) == 1:
+                found = [self.retriever.invoke(req.queries[0], config=configs[0], **kwargs)]
+            else:
+                found = self.retriever.batch(list(req.queries), config=configs, **kwargs) if req.queries else []
+            return self._count_retrieval(req, found, running)
+        config = self._read_args(req, running)
+        return self._read.invoke(list(req.pairs), config=config)
+
+    async def _aperform(self, req: Request, running: _Running) -> Any:
+        if isinstance(req, Generate):
+            sent, kwargs = self._generate_args(req, running)
+            return self._count_generation(sent, await self.llm.ainvoke(sent, **kwargs), running)
+        if isinstance(req, Retrieve):
+            configs, kwargs = self._retrieve_args(req, running)
+            retriever = self.retriever
+            assert retriever is not None
+            if kwargs and not self.atakes_k:  # the sync method takes k, the default async one does not
+                calls = [
+                    functools.partial(retriever.invoke, q, c, **kwargs)
+                    for q, c in zip(req.queries, configs, strict=True)
+                ]
+                found = [await run_in_executor(c, call) for c, call in zip(configs, calls, strict=True)]
+            elif len(req.queries) == 1:
+                found = [await retriever.ainvoke(req.queries[0], config=configs[0], **kwargs)]
+            else:
+                found = await retriever.abatch(list(req.queries), config=configs, **kwargs) if req.queries else []
+            return self._count_retrieval(req, found, running)
+        config = self._read_args(req, running)
+        return await self._read.ainvoke(list(req.pairs), config=config)
+
+    # The read run takes (query, document dict) pairs, plain data like the state; the reader gets
+    # (query, Passage) pairs, the title from the document's metadata.
+    def _read_pairs(self, pairs: list[tuple[str, DocumentDict]]) -> list[ReaderOutput]:
+        assert self.reader is not None
+        return read_pairs(self.reader, [(q, passage_of(d)) for q, d in pairs])
+
+    async def _aread_pairs(self, pairs: list[tuple[str, DocumentDict]]) -> list[ReaderOutput]:
+        assert self.reader is not None
+        return await aread_pairs(self.reader, [(q, passage_of(d)) for q, d in pairs])
