@@ -10,10 +10,15 @@ Invariants:
 * ``parse_chain``: nodes numbered 1..n without a gap, at most ``MAX_NODES``; every word of a
   node's query and answer and of the final content is in the reply (Markdown emphasis aside):
   nothing is parsed from outside the reply.
-* ``extract_final_answer``: ``None`` or a non-empty piece of the text (citations aside); for
+* ``extract_final_answer``: ``None`` or a non-empty piece of the text (citations, nested ones
+  included, aside); for
   yes/no and fact checking, a label the text states.
-* ``drop_invalid_citations``: every citation kept is in ``1..count``; the dropped ones are
-  exactly the others, in order; dropping again changes nothing.
+* ``drop_invalid_citations``: every citation kept is in ``1..count`` and was a citation of the
+  text (dropping one never makes a new one, ``[1[5]0]``); kept and dropped together are every
+  citation of the text; dropping again changes nothing.
+* a whole SearChain run, whatever the LLM replies (up to 1 MB, lone surrogates, citations of
+  thousands of digits, nested brackets): it ends with an answer and final content within their
+  limits, every string encodable as UTF-8, and no answer that is a bare marker.
 * ``normalize_answer``: whitespace collapsed, no article left, idempotent.
 * corpus and dataset files: passages with text, a title and an id (questions with unique ids),
   or the format error naming the file.
@@ -43,6 +48,7 @@ from searchain_graph.method.parsing import (  # noqa: E402
     extract_final_answer,
     normalize_answer,
     parse_chain,
+    strip_citations,
 )
 
 EXAMPLES = int(os.environ.get("SEARCHAIN_FUZZ_EXAMPLES", "200"))
@@ -58,7 +64,32 @@ MARKERS = [
 these reach the parser's corner cases far more often than random text does."""
 
 chain_text = st.lists(st.one_of(st.sampled_from(MARKERS), st.text(max_size=30)), max_size=60).map("".join)
-any_text = st.one_of(st.text(max_size=400), chain_text)
+
+# The classes Hypothesis's default strategies never produce (issue 35):
+digits = st.integers(min_value=1, max_value=10_000).flatmap(
+    lambda n: st.sampled_from(["9" * n, "1" + "0" * (n - 1), ("1234567890" * (n // 10 + 1))[:n]])
+)
+"""Integers of 1 to 10,000 digits (Python makes no ``int`` of more than 4,300 from text)."""
+bracketed_digits = st.recursive(
+    st.one_of(st.integers(0, 40).map(str), digits).map(lambda d: f"[{d}]"),
+    lambda inner: st.tuples(
+        st.sampled_from(["[", "[1", "[9", "", " ", "[["]),
+        inner,
+        st.sampled_from(["]", "0]", "", " ]", "]]", "[2]"]),
+    ).map("".join),
+    max_leaves=12,
+)
+"""Citations nested in citations, and unbalanced brackets around digits (``[1[5]0]``, ``[[3]``)."""
+surrogates = st.text(st.characters(categories=["Cs"]), min_size=1, max_size=4)
+"""Lone surrogates (U+D800..U+DFFF), which no UTF-8 encoder takes."""
+huge_reply = st.tuples(
+    st.integers(min_value=0, max_value=1_000_000), st.sampled_from(["x", "word ", "[1]", "[Query 1]: "])
+)
+"""Replies of up to 1 MB."""
+hostile_text = st.lists(
+    st.one_of(st.sampled_from(MARKERS), st.text(max_size=30), bracketed_digits, surrogates), max_size=60
+).map("".join)
+any_text = st.one_of(st.text(max_size=400), chain_text, hostile_text)
 
 
 @FUZZ
@@ -90,15 +121,18 @@ def test_extract_final_answer(text: str, task: str) -> None:
     elif task == "yesno" and answer in ("Yes", "No"):
         assert answer.lower() in text.lower()
     else:
-        assert answer in re.sub(r"\[(\d+)\]", "", text)
+        assert answer in strip_citations(text)
 
 
 @FUZZ
 @given(any_text, st.integers(min_value=0, max_value=40))
 def test_drop_invalid_citations(text: str, count: int) -> None:
     cleaned, bad = drop_invalid_citations(text, count)
-    assert all(1 <= n <= count for n in citations(cleaned))
-    assert bad == [n for n in citations(text) if not 1 <= n <= count]
+    kept, before = citations(cleaned), citations(text)
+    assert all(1 <= n <= count for n in kept)
+    assert sorted(kept + [n for n in bad if n != -1]) == sorted(before)  # none made, none lost
+    remaining = iter(before)
+    assert all(any(n == m for m in remaining) for n in kept)  # kept in order, each one of the text's
     assert drop_invalid_citations(cleaned, count) == (cleaned, [])
 
 
@@ -109,6 +143,54 @@ def test_normalize_answer(text: str) -> None:
     assert norm == " ".join(norm.split())
     assert not re.search(r"\b(a|an|the)\b", norm)
     assert normalize_answer(norm) == norm
+
+
+# -- whole runs -----------------------------------------------------------------------------------
+
+
+class _Replies:
+    """One graph for every case: the LLM replies whatever the case sets (``text``), to every prompt."""
+
+    def __init__(self) -> None:
+        from langchain_core.messages import BaseMessage
+
+        from searchain_graph import create_searchain_graph
+        from tests.fakes import TREE_READS, RuleChatModel, ScriptedReader, retriever
+
+        self.text = ""
+
+        def respond(messages: list[BaseMessage]) -> str:
+            return self.text
+
+        self.graph = create_searchain_graph(
+            RuleChatModel(respond=respond), retriever(), ScriptedReader(TREE_READS), max_rounds=2
+        )
+
+
+_RUNS: list[_Replies] = []
+
+
+def _graph() -> _Replies:
+    if not _RUNS:
+        _RUNS.append(_Replies())
+    return _RUNS[0]
+
+
+@FUZZ
+@given(st.one_of(any_text, huge_reply.map(lambda r: r[1] * (r[0] // len(r[1])))), st.one_of(st.just(""), surrogates))
+def test_any_reply_gives_a_bounded_encodable_run(reply: str, noise: str) -> None:
+    from searchain_graph.method.limits import MAX_ANSWER_CHARS, MAX_FINAL_CONTENT_CHARS
+    from searchain_graph.method.parsing import clean_answer
+
+    runs = _graph()
+    runs.text = reply
+    out = runs.graph.invoke({"question": "Where was the performer of Spirit If... born?" + noise})
+    assert len(out["answer"]) <= MAX_ANSWER_CHARS and len(out["final_content"]) <= MAX_FINAL_CONTENT_CHARS
+    assert out["answer"] == clean_answer(out["answer"])  # no marker, no prompt fragment
+    if not out["answer"]:
+        assert any("no answer" in w for w in out["warnings"])
+    json.dumps(out, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    assert 1 <= out["rounds"] <= 2
 
 
 # -- files -------------------------------------------------------------------------------------

@@ -29,8 +29,10 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
+from searchain_graph._text import bound_text, replace_surrogates
 from searchain_graph.ir.readers.base import Reader, ReaderOutput, aread_pairs, passage_of, read_pairs
 from searchain_graph.method.calls import call_usage, doc_dict, label_node_run, message_text, trace_config
+from searchain_graph.method.limits import MAX_ANSWER_CHARS, MAX_PASSAGE_CHARS, MAX_REPLY_CHARS
 from searchain_graph.method.question import validate_question
 from searchain_graph.method.state import DocumentDict, Usage, add_usage, empty_usage
 from searchain_graph.method.steps import (
@@ -74,6 +76,17 @@ class _Running:
     settings: Any
     fresh: dict[str, Any] | None
     usage: Usage = field(default_factory=empty_usage)
+    warnings: list[str] = field(default_factory=list)
+
+    def clean(self, text: str, what: str, limit: int) -> str:
+        """``text`` as it enters the run: lone surrogates replaced, cut to ``limit``; each said in a warning."""
+        text, replaced = replace_surrogates(text)
+        if replaced:
+            self.warnings.append(f"round {self.round}: {what} held {replaced} lone surrogate(s), replaced by U+FFFD")
+        text, cut = bound_text(text, limit)
+        if cut:
+            self.warnings.append(f"round {self.round}: {what} was cut to {limit:,} characters ({cut:,} dropped)")
+        return text
 
 
 class StepDriver:
@@ -154,8 +167,12 @@ class StepDriver:
             settings = self.settings(runtime)
             done = int(state.get("rounds") or 0)
             fresh = None
+            replaced = 0
             if starts_run and state.get("last_step") not in continues_after:
-                question = validate_question(state.get("question"), settings.max_question_chars)
+                question = state.get("question")
+                if isinstance(question, str):
+                    question, replaced = replace_surrogates(question)
+                question = validate_question(question, settings.max_question_chars)
                 # A copy per run: no two runs share a list of the starting values.
                 fresh = copy.deepcopy({"usage": empty_usage(), **self.fresh, "question": question, "rounds": 0})
                 state.update(fresh)
@@ -164,7 +181,10 @@ class StepDriver:
             if opens_round:
                 state["rounds"] = rnd
             label_node_run(name, rnd)
-            return _Running(name, rnd, state, settings, fresh)
+            running = _Running(name, rnd, state, settings, fresh)
+            if replaced:
+                running.warnings.append(f"the question held {replaced} lone surrogate(s), replaced by U+FFFD")
+            return running
 
         def run(state: Any, runtime: Runtime[Any] | None) -> Any:
             running = None
@@ -212,6 +232,10 @@ class StepDriver:
                 goto=returned.goto,
             )
         out = dict(returned or {})
+        if running.warnings:
+            # A channel with a reducer takes this step's warnings; a plain one the whole list.
+            before = [] if "warnings" in self.reducers else list(running.state.get("warnings") or [])
+            out["warnings"] = [*out.get("warnings", before), *running.warnings]
         if running.usage != empty_usage() or "usage" in out:
             out["usage"] = add_usage(out.get("usage"), running.usage)
         if opens_round:
@@ -249,7 +273,7 @@ class StepDriver:
 
     def _count_generation(self, sent: list[BaseMessage], reply: BaseMessage, running: _Running) -> str:
         running.usage = add_usage(running.usage, call_usage(sent, reply))
-        return message_text(reply)
+        return running.clean(message_text(reply), "the LLM's reply", MAX_REPLY_CHARS)
 
     def _retrieve_args(self, req: Retrieve, running: _Running) -> tuple[list[RunnableConfig], dict[str, Any]]:
         if self.retriever is None:
@@ -259,7 +283,24 @@ class StepDriver:
 
     def _count_retrieval(self, req: Retrieve, found: Sequence[Sequence[Document]], running: _Running) -> list[Any]:
         running.usage = add_usage(running.usage, {"retrieval_calls": len(req.queries)})
-        return [[doc_dict(d) for d in (docs if req.k is None else list(docs)[: req.k])] for docs in found]
+        out = []
+        for docs in found:
+            dicts = [doc_dict(d) for d in (docs if req.k is None else list(docs)[: req.k])]
+            for doc in dicts:
+                doc["page_content"] = running.clean(doc["page_content"], "a retrieved passage", MAX_PASSAGE_CHARS)
+                title = doc["metadata"].get("title")
+                if isinstance(title, str):
+                    doc["metadata"]["title"] = running.clean(title, "a passage title", MAX_PASSAGE_CHARS)
+            out.append(dicts)
+        return out
+
+    @staticmethod
+    def _clean_reads(outputs: Sequence[ReaderOutput], running: _Running) -> list[ReaderOutput]:
+        clean = []
+        for out in outputs:
+            answer = out.answer if isinstance(out.answer, str) else ""
+            clean.append(ReaderOutput(running.clean(answer, "the reader's answer", MAX_ANSWER_CHARS), out.confidence))
+        return clean
 
     def _read_args(self, req: Read, running: _Running) -> RunnableConfig:
         if self.reader is None:
@@ -280,7 +321,7 @@ class StepDriver:
                 found = self.retriever.batch(list(req.queries), config=configs, **kwargs) if req.queries else []
             return self._count_retrieval(req, found, running)
         config = self._read_args(req, running)
-        return self._read.invoke(list(req.pairs), config=config)
+        return self._clean_reads(self._read.invoke(list(req.pairs), config=config), running)
 
     async def _aperform(self, req: Request, running: _Running) -> Any:
         if isinstance(req, Generate):
@@ -302,7 +343,7 @@ class StepDriver:
                 found = await retriever.abatch(list(req.queries), config=configs, **kwargs) if req.queries else []
             return self._count_retrieval(req, found, running)
         config = self._read_args(req, running)
-        return await self._read.ainvoke(list(req.pairs), config=config)
+        return self._clean_reads(await self._read.ainvoke(list(req.pairs), config=config), running)
 
     # The read run takes (query, document dict) pairs, plain data like the state; the reader gets
     # (query, Passage) pairs, the title from the document's metadata.

@@ -34,6 +34,12 @@ _SCAFFOLD = re.compile(
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022>#]+|\d+[.)])\s+", re.MULTILINE)
 _EMPHASIS = re.compile(r"(\*\*|__|`)")
 _CITATION = re.compile(r"\[(\d+)\]")
+# A run of brackets, digits and spaces holding at least one citation: "[1]", "[1][2]", "[1[5]0]".
+_CITATION_CLUSTER = re.compile(r"\[[\d\s\[\]]*\]")
+_CITATION_SEQUENCE = re.compile(r"(?:\[\d+\]\s*)+")
+MAX_CITATION_DIGITS = 9
+"""A ``[n]`` whose number has more digits cannot point at a passage: it is no citation (and Python
+would refuse to make an ``int`` of thousands of digits)."""
 _FINAL_ANSWER = re.compile(
     r"(?:the\s+)?final\s+answer\s*(?:is|:)\s*:?\s*(?P<ans>.+?)\s*(?:$|\n|(?<!\b[A-Z])\.(?:\s|$))",
     re.IGNORECASE,
@@ -144,6 +150,18 @@ def parse_chain(text: str) -> ParsedChain:
     return parsed
 
 
+def clean_answer(answer: str | None) -> str:
+    """An answer without Chain-of-Query markers or echoes of the prompt; ``""`` when nothing else is left.
+
+    An answer that holds neither comes back as it is. ``"[Unsolved Query]: "`` or ``"If you don't
+    know the answer:"`` is no answer: a run whose chain had no node must not answer with a marker.
+    """
+    text = answer or ""
+    if not (_TAG.search(text) or _SCAFFOLD.search(text)):
+        return text.strip()
+    return " ".join(_SCAFFOLD.sub(" ", _TAG.sub(" ", text)).split())
+
+
 def normalize_answer(text: str) -> str:
     """SQuAD answer normalisation, extended to Unicode punctuation.
 
@@ -181,7 +199,7 @@ def extract_final_answer(final_content: str | None, task: str = "multihop") -> s
     """
     if not final_content:
         return None
-    text = _CITATION.sub("", final_content)
+    text = strip_citations(final_content)
     if task == "fact":
         found = re.findall(r"\b(SUPPORTS?|REFUTES?)\b", text, re.IGNORECASE)
         if found:
@@ -201,27 +219,56 @@ def extract_final_answer(final_content: str | None, task: str = "multihop") -> s
     return answer or None
 
 
+def _number(digits: str) -> int | None:
+    """A citation's number, or ``None`` when it has more than :data:`MAX_CITATION_DIGITS` digits."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= MAX_CITATION_DIGITS else None
+
+
 def citations(text: str) -> list[int]:
-    """The citation numbers ``n`` of every ``[n]`` marker in ``text``, in order."""
-    return [int(n) for n in _CITATION.findall(text or "")]
+    """The citation numbers ``n`` of every ``[n]`` marker in ``text``, in order.
+
+    A number of more than :data:`MAX_CITATION_DIGITS` digits is no citation and is left out.
+    """
+    found = (_number(n) for n in _CITATION.findall(text or ""))
+    return [n for n in found if n is not None]
+
+
+def strip_citations(text: str) -> str:
+    """``text`` without any citation, nested ones included (``"X [1[2]]"`` -> ``"X "``)."""
+    return _CITATION_CLUSTER.sub(lambda m: "" if _CITATION.search(m.group(0)) else m.group(0), text)
 
 
 def drop_invalid_citations(text: str, count: int) -> tuple[str, list[int]]:
     """Remove ``[n]`` markers with ``n`` outside ``1..count``.
 
+    Citations written inside one another (``[1[5]0]``) are removed whole: dropping an inner one
+    must not make a new citation of what is left (``[10]``). Markers whose number is too long to be
+    any passage's are removed too.
+
     Returns:
-        The cleaned text and the invalid numbers that were removed.
+        The cleaned text and the numbers of the citations removed: the invalid ones, and any
+        inside a nested cluster (a number too long to be a citation is reported as -1).
     """
     bad: list[int] = []
 
     def _keep(match: re.Match[str]) -> str:
-        n = int(match.group(1))
-        if 1 <= n <= count:
+        n = _number(match.group(1))
+        if n is not None and 1 <= n <= count:
             return match.group(0)
-        bad.append(n)
+        bad.append(-1 if n is None else n)
         return ""
 
-    cleaned = _CITATION.sub(_keep, text)
+    def _cluster(match: re.Match[str]) -> str:
+        cluster = match.group(0)
+        if not _CITATION.search(cluster):
+            return cluster  # "[ 1 ]", "[]": no citation in it
+        if _CITATION_SEQUENCE.fullmatch(cluster):
+            return _CITATION.sub(_keep, cluster)
+        bad.extend(-1 if (n := _number(d)) is None else n for d in _CITATION.findall(cluster))
+        return " "
+
+    cleaned = _CITATION_CLUSTER.sub(_cluster, text)
     cleaned = re.sub(r"\s+([.,;])", r"\1", cleaned)
     return " ".join(cleaned.split()), bad
 
