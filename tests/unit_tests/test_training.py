@@ -1,0 +1,116 @@
+"""The reader's training script resumes where it stopped: k steps with a stop equal k steps without.
+
+``training/train_reader.py`` runs for hours on two cores, so a stop (a session's end, SIGTERM) must
+cost nothing but the steps since the last checkpoint. A tiny BERT encoder (2 layers, hidden 32)
+trains on a tiny SQuAD file; one run goes straight through, the other stops half way and is run
+again, and the two end with the same weights (within float tolerance: the resumed run rebuilds its
+optimiser from the checkpoint and draws the same dropout, seeded by the step).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.tiny_models import TINY_SIZES
+
+ROOT = Path(__file__).resolve().parents[2]
+CITIES = ["Toronto", "Montreal", "Paris", "Lyon", "Berlin", "Munich", "Rome", "Milan", "Oslo"]
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("train_reader", ROOT / "training" / "train_reader.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["train_reader"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _squad(path: Path) -> Path:
+    articles = []
+    for a in range(3):
+        paragraphs = []
+        for p in range(3):
+            city, other = CITIES[3 * a + p], CITIES[(3 * a + p + 4) % len(CITIES)]
+            context = f"The singer number {a}{p} was born in {city}. The band toured {other} often."
+            qas = [
+                {"question": q, "answers": [{"text": x, "answer_start": context.index(x)}]}
+                for q, x in (
+                    (f"Where was singer number {a}{p} born?", city),
+                    (f"Which city did band {a}{p} tour?", other),
+                )
+            ]
+            paragraphs.append({"context": context, "qas": qas})
+        articles.append({"title": f"Article_{a}", "paragraphs": paragraphs})
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        json.dump({"data": articles, "version": "1.1"}, fh)
+    return path
+
+
+def _encoder(path: Path, squad: Path) -> Path:
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    with gzip.open(squad, "rt", encoding="utf-8") as fh:
+        words = set(re.findall(r"\w+|[^\w\s]", fh.read().lower()))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(words)]
+    path.mkdir(parents=True)
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    BertTokenizerFast(vocab_file=str(path / "vocab.txt")).save_pretrained(path)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(vocab), max_position_embeddings=128, **TINY_SIZES)).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModuleType, list[str]]:
+    pytest.importorskip("torch")
+    root = tmp_path_factory.mktemp("training")
+    squad = _squad(root / "squad.json.gz")
+    base = _encoder(root / "encoder", squad)
+    args = ["--squad", str(squad), "--base", str(base), "--examples", "24", "--batch-size", "4"]
+    return _script(), [*args, "--max-length", "64", "--save-every", "1", "--log-every", "1", "--threads", "1"]
+
+
+def _weights(module: ModuleType, out: Path) -> dict[str, Any]:
+    import torch
+
+    ckpt = torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=False)
+    return {"step": ckpt["step"], "model": ckpt["model"]}
+
+
+def test_a_stopped_run_resumed_matches_one_without_a_stop(setup: tuple[ModuleType, list[str]], tmp_path: Path) -> None:
+    import torch
+
+    module, args = setup
+    assert module.main([*args, "--out", str(tmp_path / "straight")]) == 0
+    assert module.main([*args, "--out", str(tmp_path / "stopped"), "--stop-at", "3"]) == 0
+    assert _weights(module, tmp_path / "stopped")["step"] == 3
+    assert module.main([*args, "--out", str(tmp_path / "stopped")]) == 0
+    straight, resumed = _weights(module, tmp_path / "straight"), _weights(module, tmp_path / "stopped")
+    assert straight["step"] == resumed["step"] == 6
+    for name, tensor in straight["model"].items():
+        assert torch.allclose(tensor, resumed["model"][name], atol=1e-5, rtol=1e-4), name
+    log = [json.loads(line) for line in (tmp_path / "stopped" / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [1, 2, 3, 4, 5, 6]  # the resumed run went on from step 4
+
+
+def test_an_export_carries_the_step_and_the_data_order(setup: tuple[ModuleType, list[str]], tmp_path: Path) -> None:
+    module, args = setup
+    assert module.main([*args, "--out", str(tmp_path / "run"), "--stop-at", "2"]) == 0
+    base = args[args.index("--base") + 1]
+    assert module.main(["--out", str(tmp_path / "run"), "--base", base, "--export", str(tmp_path / "export")]) == 0
+    meta = json.loads((tmp_path / "export" / "training.json").read_text())
+    assert meta["step"] == 2 and meta["args"]["seed"] == "13" and meta["args"]["examples"] == "24"
+    # A fresh machine with only the export goes on from its step, over the same example order.
+    assert module.main([*args, "--out", str(tmp_path / "fresh"), "--init", str(tmp_path / "export")]) == 0
+    assert _weights(module, tmp_path / "fresh")["step"] == 6
