@@ -33,7 +33,7 @@ def test_a_real_run_streams_its_tree_to_the_answer() -> None:
         [ROOT / "examples/data/searchain_demo.jsonl", ROOT / "examples/data/hotpotqa_dev200_paragraphs.jsonl"], k=1
     )
     graph = create_searchain_graph(llm, retriever, BundledReader(), max_rounds=3, checkpointer=InMemorySaver())
-    with TestClient(create_app(graph)) as client:
+    with TestClient(create_app(graph), base_url="http://127.0.0.1") as client:
         reply = client.post("/runs", json={"question": "Where was the performer of Spirit If... born?"})
         assert reply.status_code == 202
         run = reply.json()

@@ -22,6 +22,9 @@ from searchain_graph.serve.app import MAX_BODY_BYTES
 from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tracing_reply, tree_llm
 from tests.helpers import read_events
 
+LOCAL = "http://127.0.0.1"
+"""The app answers only requests naming a loopback Host (TestClient's default is ``testserver``)."""
+
 
 def make_app(llm: Any = None, **options: Any) -> tuple[Any, Any]:
     reader = ScriptedReader(TREE_READS)
@@ -34,7 +37,7 @@ def make_app(llm: Any = None, **options: Any) -> tuple[Any, Any]:
 @pytest.fixture
 def client() -> Iterator[TestClient]:
     app, _ = make_app()
-    with TestClient(app) as test_client:
+    with TestClient(app, base_url=LOCAL) as test_client:
         yield test_client
 
 
@@ -126,7 +129,7 @@ def echo_llm() -> RuleChatModel:
 
 def test_concurrent_questions_do_not_mix() -> None:
     app, graph = make_app(echo_llm(), max_concurrent=2)
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         runs = [ask(client, f"{word} is the answer to what question?") for word in ("Alpha", "Bravo", "Charlie")]
         finals = [read_events(client, r["events"])[-1]["data"] for r in runs]
         assert [f["answer"] for f in finals] == ["Alpha", "Bravo", "Charlie"]
@@ -146,7 +149,7 @@ def test_a_failing_run_is_reported_and_the_server_goes_on() -> None:
         return tree_llm().respond(messages)  # type: ignore[no-any-return]
 
     app, _ = make_app(RuleChatModel(respond=respond))
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         failed = read_events(client, ask(client)["events"])
         assert failed[-1]["event"] == "failed"
         assert failed[-1]["data"] == {
@@ -158,7 +161,7 @@ def test_a_failing_run_is_reported_and_the_server_goes_on() -> None:
 
 def test_only_the_newest_finished_runs_are_kept_with_their_checkpoints() -> None:
     app, graph = make_app(echo_llm(), keep_runs=1)
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         first = ask(client, "Old is what?")
         read_events(client, first["events"])
         assert client.get(f"/runs/{first['run_id']}").json()["answer"] == "Old"

@@ -166,10 +166,24 @@ def _add_stack(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_listen(parser: argparse.ArgumentParser, *, port: int) -> None:
-    """``--host``, ``--port`` and ``--quiet`` of the commands that run a server."""
+    """The options of the commands that run a server: where they listen, whom they answer, how they stop."""
     where = "address to listen on (default 127.0.0.1: this machine only)"
     parser.add_argument("--host", default="127.0.0.1", help=where)
     parser.add_argument("--port", type=int, default=port, help=f"port (default {port})")
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests naming this Host (repeatable; '*' for any); others get 421",
+    )
+    parser.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="on Ctrl-C or SIGTERM, seconds running work may take before it is cancelled (default 5)",
+    )
     parser.add_argument("--quiet", action="store_true", help="log warnings only")
 
 
@@ -203,6 +217,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "--max-concurrent", type=int, default=None, help="runs at once; the others queue (default: --batch-size)"
     )
     web.add_argument("--keep-runs", type=int, default=100, help="finished runs kept in memory (default 100)")
+    web.add_argument(
+        "--token",
+        default=None,
+        help="every request must carry this token (default: $SEARCHAIN_SERVE_TOKEN; a new one is made and "
+        "printed when --host is not loopback)",
+    )
     served = sub.add_parser(
         "serve-index",
         help="share one index over HTTP (the ColBERTv2 server protocol of DSPy's client)",

@@ -1,4 +1,4 @@
-"""The ASGI app of ``searchain serve`` (Starlette), and :func:`serve` to run it with uvicorn.
+"""The ASGI app of ``searchain serve`` (Starlette).
 
 Routes:
 
@@ -10,6 +10,11 @@ Routes:
 * ``GET /runs/{id}``: the run as JSON (status, answer, the whole output once done);
 * ``GET /runs/{id}/tree?format=html|markdown``: the tree drawn so far, as a page or Markdown;
 * ``GET /healthz``: ``{"ok": true}`` and what is served.
+
+Every refusal is ``{"error": "..."}`` with a 4xx status naming the problem (unknown routes and
+methods too); :class:`~searchain_graph.serve.guard.Guard` refuses foreign ``Host`` names (421),
+writes from other origins (403) and, with a token, requests without it (401).
+:func:`~searchain_graph.serve.server.serve` runs the app with time limits and a bounded shutdown.
 
 Why Starlette and uvicorn: the app is five routes and a stream, which Starlette covers with
 nothing on top (FastAPI would add pydantic request models and OpenAPI that the page does not
@@ -23,26 +28,52 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from searchain_graph.method.question import InvalidQuestionError
-from searchain_graph.serve.http import MAX_BODY_BYTES, BadRequest, read_json
-from searchain_graph.serve.http import error as _error
+from searchain_graph.serve.guard import LOOPBACK_NAMES, Guard, json_errors
+from searchain_graph.serve.http import (
+    BODY_TIMEOUT_S,
+    MAX_BODY_BYTES,
+    BadRequest,
+    JSONReply,
+    error,
+    lone_surrogate,
+    read_json,
+    shown,
+)
 from searchain_graph.serve.page import app_page
 from searchain_graph.serve.runs import RunManager
 from searchain_graph.viz import render_tree
 
-__all__ = ["MAX_BODY_BYTES", "create_app", "serve"]
+__all__ = ["MAX_BODY_BYTES", "create_app", "last_event_id"]
 
 KEEPALIVE_SECONDS = 15.0
 """An event stream with nothing new sends a comment this often, so proxies keep it open."""
+MAX_EVENT_ID_DIGITS = 9
+"""A ``Last-Event-ID`` longer than this is not one of ours."""
+
+
+def last_event_id(value: str | None) -> int:
+    """The event id a ``Last-Event-ID`` header names, or -1 when there is none (an empty header).
+
+    Raises:
+        BadRequest: 400 when it is not a whole number of at most :data:`MAX_EVENT_ID_DIGITS` ASCII digits.
+    """
+    text = (value or "").strip()
+    if not text:
+        return -1
+    if not (text.isascii() and text.isdigit() and len(text) <= MAX_EVENT_ID_DIGITS):
+        raise BadRequest(400, f"Last-Event-ID must be the id of an event (a whole number), got {shown(text, 40)}")
+    return int(text)
 
 
 def create_app(
@@ -54,6 +85,10 @@ def create_app(
     max_concurrent: int = 1,
     keep_runs: int = 100,
     max_question_chars: int = 2000,
+    max_waiting: int = 100,
+    hosts: Iterable[str] | None = LOOPBACK_NAMES,
+    body_timeout_s: float = BODY_TIMEOUT_S,
+    token: str | None = None,
 ) -> Starlette:
     """The web app that answers questions with ``graph`` and draws each run's tree as it grows.
 
@@ -66,44 +101,53 @@ def create_app(
         max_concurrent: Runs streaming at once; later ones wait their turn.
         keep_runs: Finished runs kept for their pages.
         max_question_chars: Longer questions get a 400.
+        max_waiting: Runs waiting their turn at most; more get a 503.
+        hosts: The ``Host`` names the app answers to (others get a 421); None answers any. The
+            default is the loopback names (:func:`~searchain_graph.serve.guard.served_hosts`
+            gives them for another bind).
+        body_timeout_s: A request body must arrive within this many seconds (else 408).
+        token: A token every request must carry (``Authorization: Bearer``, or ``?token=``; the
+            page is given it), or None.
 
     Example:
         >>> app = create_app(create_searchain_graph(llm, retriever, reader))  # doctest: +SKIP
         >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
     """
     runs = RunManager(
-        graph, context=context, max_concurrent=max_concurrent, keep=keep_runs, max_question_chars=max_question_chars
+        graph,
+        context=context,
+        max_concurrent=max_concurrent,
+        keep=keep_runs,
+        max_question_chars=max_question_chars,
+        max_waiting=max_waiting,
     )
-    page = app_page(title=title, about=about, max_question_chars=max_question_chars)
+    page = app_page(title=title, about=about, max_question_chars=max_question_chars, token=token)
 
     async def index(request: Request) -> Response:
         return HTMLResponse(page)
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"ok": True, "title": title, "about": about})
+        return JSONReply({"ok": True, "title": title, "about": about})
 
     async def start(request: Request) -> Response:
-        try:
-            payload = await read_json(request)
-        except BadRequest as exc:
-            return _error(exc.status, exc.message)
+        payload = await read_json(request, timeout=body_timeout_s)
         if not isinstance(payload, dict) or "question" not in payload:
-            return _error(400, 'send {"question": "..."}')
+            return error(400, 'send {"question": "..."}')
         try:
             run = runs.start(payload["question"])
         except InvalidQuestionError as exc:
-            return _error(400, str(exc))
+            return error(400, str(exc))
         events = request.url_for("events", run_id=run.id).path
-        return JSONResponse({"run_id": run.id, "thread_id": run.thread_id, "events": events}, status_code=202)
+        return JSONReply({"run_id": run.id, "thread_id": run.thread_id, "events": events}, status_code=202)
 
     async def show(request: Request) -> Response:
         run = runs.get(request.path_params["run_id"])
-        return _error(404, "no such run") if run is None else JSONResponse(run.summary())
+        return error(404, "no such run") if run is None else JSONReply(run.summary())
 
     async def tree(request: Request) -> Response:
         run = runs.get(request.path_params["run_id"])
         if run is None:
-            return _error(404, "no such run")
+            return error(404, "no such run")
         state = run.output or {"question": run.question}
         if request.query_params.get("format", "html") == "markdown":
             return PlainTextResponse(render_tree(state, "markdown"), media_type="text/markdown")
@@ -112,9 +156,8 @@ def create_app(
     async def events(request: Request) -> Response:
         run = runs.get(request.path_params["run_id"])
         if run is None:
-            return _error(404, "no such run")
-        last = request.headers.get("last-event-id", "")
-        after = int(last) if last.strip().isdigit() else -1
+            return error(404, "no such run")
+        after = last_event_id(request.headers.get("last-event-id"))
         return StreamingResponse(
             _sse(runs.events(run, after)),
             media_type="text/event-stream",
@@ -135,9 +178,12 @@ def create_app(
             Route("/runs/{run_id}/events", events, name="events"),
             Route("/runs/{run_id}/tree", tree),
         ],
+        middleware=[Middleware(Guard, refuse=error, hosts=hosts, token=token)],
+        exception_handlers=json_errors(error),
         lifespan=lifespan,
     )
     app.state.runs = runs
+    app.state.drain = runs.drain
     return app
 
 
@@ -158,14 +204,9 @@ async def _sse(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
                 return
             pending = None
             data = json.dumps(event["data"], ensure_ascii=False)
+            if lone_surrogate(data) is not None:  # not UTF-8: send \\u escapes rather than fail
+                data = json.dumps(event["data"])
             yield f"id: {event['id']}\nevent: {event['event']}\ndata: {data}\n\n"
     finally:
         if pending is not None:
             pending.cancel()
-
-
-def serve(app: Starlette, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Run ``app`` with uvicorn until interrupted (Ctrl-C stops the runs still going)."""
-    import uvicorn
-
-    uvicorn.run(app, host=host, port=port, log_level=log_level)

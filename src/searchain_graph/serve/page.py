@@ -5,7 +5,8 @@ the question to ``runs``, then follows the run's events over server-sent events 
 which reconnects with ``Last-Event-ID`` by itself) and swaps in the tree the server drew for each
 step (:func:`~searchain_graph.viz.render_tree`, ``"fragment"``: every text from the run is escaped
 by the server, so the script inserts no text of its own as markup). The address keeps the run's
-id (``?run=ID``), so a reload follows the same run instead of asking again.
+id (``?run=ID``), so a reload follows the same run instead of asking again. When the server has a
+token, the page carries it and sends it with each request.
 
 Hooks for tests: ``form#ask``, ``input#question``, ``button#submit``, ``ol#log`` (one ``li`` per
 progress line), ``div#view`` (the tree: ``div#tree[data-done]``), ``p#error``, and
@@ -14,6 +15,7 @@ progress line), ``div#view`` (the tree: ``div#tree[data-done]``), ``p#error``, a
 
 from __future__ import annotations
 
+import json
 from html import escape
 
 from searchain_graph.viz.html import STYLE
@@ -34,6 +36,8 @@ form#ask{display:flex;gap:.5rem;margin:.4rem 0 .8rem}
 
 _SCRIPT = """
 (() => {
+  const TOKEN = __TOKEN__;
+  const withToken = (url) => TOKEN ? url + (url.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(TOKEN) : url;
   const form = document.getElementById("ask"), input = document.getElementById("question");
   const button = document.getElementById("submit"), log = document.getElementById("log");
   const view = document.getElementById("view"), error = document.getElementById("error");
@@ -43,7 +47,7 @@ _SCRIPT = """
   function follow(runId, eventsUrl) {
     if (source) source.close();
     log.replaceChildren(); error.textContent = ""; setState("running");
-    source = new EventSource(eventsUrl);
+    source = new EventSource(withToken(eventsUrl));
     const show = (ev) => {
       const data = JSON.parse(ev.data);
       if (data.html) view.innerHTML = data.html;
@@ -63,12 +67,13 @@ _SCRIPT = """
     setState("running"); error.textContent = "";
     let reply, body;
     try {
-      reply = await fetch("runs", {method: "POST", headers: {"content-type": "application/json"},
-                                   body: JSON.stringify({question: input.value})});
+      const headers = {"content-type": "application/json"};
+      if (TOKEN) headers.authorization = "Bearer " + TOKEN;
+      reply = await fetch("runs", {method: "POST", headers, body: JSON.stringify({question: input.value})});
       body = await reply.json();
     } catch (e) { fail("Could not reach the server: " + e); return; }
     if (!reply.ok) { fail(body.error || ("HTTP " + reply.status)); return; }
-    history.replaceState(null, "", "?run=" + encodeURIComponent(body.run_id));
+    history.replaceState(null, "", withToken("?run=" + encodeURIComponent(body.run_id)));
     follow(body.run_id, body.events);
   });
   const again = new URLSearchParams(location.search).get("run");
@@ -77,8 +82,15 @@ _SCRIPT = """
 """
 
 
-def app_page(*, title: str, about: str, max_question_chars: int) -> str:
-    """The whole page, with ``about`` (the model, index and reader) shown under the title."""
+def app_page(*, title: str, about: str, max_question_chars: int, token: str | None = None) -> str:
+    """The whole page, with ``about`` (the model, index and reader) shown under the title.
+
+    With a ``token`` (letters, digits and ``._~-`` only: see
+    :func:`~searchain_graph.serve.guard.check_token`), the script sends it with every request:
+    ``Authorization: Bearer`` on its ``POST``, ``?token=`` on its event streams and in the address
+    it keeps for a reload. Only a request that carried the token gets this page.
+    """
+    script = _SCRIPT.replace("__TOKEN__", json.dumps(token))
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -89,5 +101,5 @@ def app_page(*, title: str, about: str, max_question_chars: int) -> str:
         f'maxlength="{max_question_chars}" placeholder="A multi-hop question" autocomplete="off">'
         '<button id="submit" type="submit">Ask</button></form>'
         '<p id="error" role="alert"></p><ol id="log"></ol><div id="view"></div>'
-        f"</main><script>{_SCRIPT}</script></body></html>\n"
+        f"</main><script>{script}</script></body></html>\n"
     )

@@ -6,8 +6,9 @@ the progress line of the ``updates`` chunk and the tree drawn from the state so 
 (:func:`~searchain_graph.viz.render_tree`, ``"fragment"``). Readers of a run's events
 (:meth:`RunManager.events`) get every event from a given id on, so a browser that reconnects
 with ``Last-Event-ID`` resumes where it stopped and never starts the question again. Runs beyond
-``max_concurrent`` wait their turn; only the newest ``keep`` finished runs are kept, and their
-checkpoints (when the graph has a checkpointer) go with them.
+``max_concurrent`` wait their turn (at most ``max_waiting`` of them); only the newest ``keep``
+finished runs are kept, and their checkpoints (when the graph has a checkpointer) go with them.
+:meth:`RunManager.drain` stops it on time when the server shuts down.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
-from searchain_graph.method.question import validate_question
+from searchain_graph.method.question import InvalidQuestionError, validate_question
 from searchain_graph.method.state import OUTPUT_KEYS
+from searchain_graph.serve.http import BadRequest, lone_surrogate
 from searchain_graph.viz import render_tree
 from searchain_graph.viz.progress import progress_line
 
@@ -81,6 +83,7 @@ class RunManager:
             decodes one call at a time unless built with ``max_batch_size`` > 1.
         keep: Finished runs kept for ``/runs/{id}``; older ones are dropped.
         max_question_chars: Longer questions are refused before a run starts.
+        max_waiting: Runs waiting their turn at most; more are refused (503).
     """
 
     def __init__(
@@ -91,13 +94,17 @@ class RunManager:
         max_concurrent: int = 1,
         keep: int = 100,
         max_question_chars: int = 2000,
+        max_waiting: int = 100,
     ) -> None:
-        if max_concurrent < 1 or keep < 1:
-            raise ValueError("max_concurrent and keep must be at least 1")
+        if max_concurrent < 1 or keep < 1 or max_waiting < 1:
+            raise ValueError("max_concurrent, keep and max_waiting must be at least 1")
         self.graph = graph
         self.context = context
         self.keep = keep
         self.max_question_chars = max_question_chars
+        self.max_waiting = max_waiting
+        self.closing = False
+        """Set by :meth:`drain`: no run starts any more."""
         self._slots = asyncio.Semaphore(max_concurrent)
         self._runs: dict[str, Run] = {}
 
@@ -109,9 +116,22 @@ class RunManager:
         """Validate the question and start its run.
 
         Raises:
-            InvalidQuestionError: not text, empty, or longer than ``max_question_chars``.
+            InvalidQuestionError: not text, empty, longer than ``max_question_chars``, or holding a
+                lone surrogate (not text either: it cannot be written as UTF-8).
+            BadRequest: 503 when the server is shutting down or ``max_waiting`` runs wait already.
         """
         text = validate_question(question, self.max_question_chars)
+        position = lone_surrogate(text)
+        if position is not None:
+            raise InvalidQuestionError(
+                f"question holds a lone surrogate (U+{ord(text[position]):04X} at character {position}), which is "
+                "not text"
+            )
+        if self.closing:
+            raise BadRequest(503, "the server is shutting down")
+        waiting = sum(1 for r in self._runs.values() if r.status == "queued")
+        if waiting >= self.max_waiting:
+            raise BadRequest(503, f"{waiting} runs are waiting already; try again later", {"retry-after": "5"})
         run_id = uuid.uuid4().hex
         run = Run(id=run_id, question=text, thread_id=f"searchain-serve-{run_id}")
         self._runs[run_id] = run
@@ -134,12 +154,30 @@ class RunManager:
             if finished and position >= len(run.events):
                 return
 
+    async def drain(self, grace: float) -> None:
+        """Stop on time: refuse new runs, cancel the waiting ones, give the running ones ``grace`` seconds, cancel.
+
+        A cancelled run ends with a ``failed`` event, which ends its event streams.
+        """
+        self.closing = True
+        for run in list(self._runs.values()):
+            if run.status == "queued" and run.task is not None:
+                run.task.cancel()
+        running = [r.task for r in self._runs.values() if r.task is not None and not r.task.done()]
+        if running and grace > 0:
+            await asyncio.wait(running, timeout=grace)
+        await self.close()
+
     async def close(self) -> None:
         """Cancel the runs still going (the server is shutting down)."""
         tasks = [r.task for r in self._runs.values() if r.task is not None and not r.task.done()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for run in list(self._runs.values()):
+            if not run.finished:  # cancelled before its task began: it could not say so itself
+                run.error = "the server stopped before the run finished"
+                await self._emit(run, "failed", {"error": run.error}, "error")
 
     async def _emit(self, run: Run, event: str, data: Mapping[str, Any], status: str | None = None) -> None:
         async with run.changed:
