@@ -230,3 +230,5 @@ def test_cli_serve_index_shared_by_eval_workers(index_dir: Path, tmp_path: Path)
     finally:
         server.terminate()
         server.wait(10)
+        if server.stderr:
+            server.stderr.close()
