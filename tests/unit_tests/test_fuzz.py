@@ -21,7 +21,11 @@ Invariants:
   limits, every string encodable as UTF-8, and no answer that is a bare marker.
 * ``normalize_answer``: whitespace collapsed, no article left, idempotent.
 * corpus and dataset files: passages with text, a title and an id (questions with unique ids),
-  or the format error naming the file.
+  every string encodable as UTF-8 and at most one warning a file, or the format error naming the
+  file (and the line, for JSON that is not valid). The files mix valid records, arbitrary JSON and
+  hostile records: integers of 1 to 10,000 digits (numbers, and strings in id fields), ``NaN`` and
+  ``1e400``, JSON nested up to 5,000 deep, any JSON type in any field of a valid record of each
+  format, and unpaired surrogates and other odd code points as escapes.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import json
 import os
 import re
 import tempfile
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -216,12 +222,163 @@ qa_record = st.fixed_dictionaries(
         "id": json_value,
     },
 )
+
+# -- hostile file content (issue 35): numbers, nesting, types and code points no honest file has --
+
+
+def _number_text(length: int, seed: int, sign: str) -> str:
+    return sign + str(1 + seed % 9) + str(seed % 10) * (length - 1)
+
+
+long_integer = st.builds(_number_text, st.integers(1, 10_000), st.integers(0, 99), st.sampled_from(["", "-"]))
+"""JSON integers of 1 to 10,000 digits (Python refuses to convert more than 4,300), as JSON text."""
+non_finite = st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1E999", "0.1e310"])
+"""Numbers Python's ``json`` accepts or overflows to ``inf``, as JSON text."""
+code_point_escape = st.one_of(
+    st.sampled_from(["\\ud800", "\\udfff", "\\udc00", "\\uDBFF", "\\ud83d\\ude00", "\\ude00\\ud83d", "\\ud7ff"]),
+    st.sampled_from(["\\u0000", "\\ufffe", "\\uffff", "\\\\ud800", "\\ud800\\\\udc00", "\\u200b", "\\u2028"]),
+    st.integers(0xD800, 0xDFFF).map(lambda c: f"\\u{c:04x}"),
+    st.text(max_size=8).map(lambda t: json.dumps(t)[1:-1]),
+)
+escaped_string = st.lists(code_point_escape, max_size=6).map(lambda parts: '"' + "".join(parts) + '"')
+"""JSON strings holding unpaired surrogates and other odd code points, as escapes."""
+
+
+def _nest(depth: int, opener: str, inner: str, closed: bool) -> str:
+    head = "[" * depth if opener == "[" else '{"k": ' * depth
+    return head + inner + (("]" if opener == "[" else "}") * depth if closed else "")
+
+
+deep_json = st.builds(
+    _nest, st.integers(1, 5_000), st.sampled_from("[{"), st.sampled_from(['"X-1"', "1", "[]", "null"]), st.booleans()
+)
+"""JSON nested 1 to 5,000 deep, closed or not, as JSON text."""
+hostile_json = st.one_of(
+    json_value.map(json.dumps),
+    long_integer,
+    long_integer.map(lambda digits: f'"{digits}"'),
+    non_finite,
+    escaped_string,
+    deep_json,
+)
+"""Any JSON value text, weighted towards the hostile classes: a field's value in a mutated record."""
+
+FILE_TEMPLATES: dict[str, dict[str, object]] = {
+    "passage": {"id": "p1", "title": "Title", "text": "Some text."},
+    "flashrag": {"id": 7, "contents": "Title\nSome text."},
+    "hotpotqa": {
+        "_id": "q1", "question": "Who?", "answer": "Ann", "type": "bridge", "level": "easy",
+        "context": [["T", ["One.", "Two."]]], "supporting_facts": [["T", 0]],
+    },
+    "2wikimultihopqa": {
+        "_id": "q2", "question": "Who?", "answer": "Ann", "type": "compositional",
+        "context": [["T", ["One."]]], "supporting_facts": [["T", 0]], "evidences": [["A", "mother", "B"]],
+    },
+    "musique": {
+        "id": "2hop__1_2", "question": "Who?", "answer": "Ann", "answer_aliases": ["Annie"], "answerable": True,
+        "paragraphs": [{"idx": 0, "title": "T", "paragraph_text": "Text.", "is_supporting": True}],
+        "question_decomposition": [
+            {"id": 1, "question": "Who is X?", "answer": "Y", "paragraph_support_idx": 0},
+            {"id": 2, "question": "Who is #1 's mother?", "answer": "Ann", "paragraph_support_idx": 0},
+        ],
+    },
+    "ircot": {
+        "question_id": "3hop1__1", "question_text": "Who?", "type": "bridge",
+        "answers_objects": [{"number": "", "date": {"day": ""}, "spans": ["Ann"]}],
+        "contexts": [{"id": 0, "title": "T", "paragraph_text": "Text.", "is_supporting": True}],
+    },
+    "strategyqa": {
+        "qid": "q3", "term": "X", "description": "A thing", "question": "Is it?", "answer": True,
+        "facts": ["A fact."], "decomposition": ["Is #1?"], "evidence": [[[["X-1"]], ["operation"]]],
+    },
+}  # fmt: skip
+"""One valid record of each format the corpus and dataset readers take; the fuzzer mutates them."""
+
+
+def _paths(value: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Every place in ``value`` (a template) whose value can be replaced, and a new key beside each object's."""
+    found: list[tuple[object, ...]] = [prefix] if prefix else []
+    if isinstance(value, dict):
+        found.append((*prefix, "extra"))
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            found += _paths(item, (*prefix, n))
+    return found
+
+
+def _mutated(template: str, changes: list[tuple[int, str]]) -> str:
+    """``template`` as JSON text with the values at some of its places replaced by JSON texts."""
+    record = json.loads(json.dumps(FILE_TEMPLATES[template]))
+    paths = _paths(record)
+    texts: dict[str, str] = {}
+    for n, (choice, text) in enumerate(changes):
+        *parents, last = paths[choice % len(paths)]
+        node = record
+        for step in parents:
+            if not isinstance(node, (dict, list)) or (isinstance(node, list) and not isinstance(step, int)):
+                break
+            try:
+                node = node[step]  # type: ignore[index]
+            except (KeyError, IndexError, TypeError):
+                break
+        else:
+            marker = f"\x00{n}\x00"
+            if isinstance(node, dict):
+                node[last] = marker
+            elif isinstance(node, list) and isinstance(last, int) and last < len(node):
+                node[last] = marker
+            texts[json.dumps(marker)] = text
+    line = json.dumps(record)
+    for marker, text in texts.items():
+        line = line.replace(marker, text)
+    return line
+
+
+hostile_record = st.builds(
+    _mutated,
+    st.sampled_from(list(FILE_TEMPLATES)),
+    st.lists(st.tuples(st.integers(0, 10_000), hostile_json), min_size=1, max_size=3),
+)
+"""A valid record of some format with one to three of its values (or new keys) made hostile."""
+hostile_line = st.one_of(hostile_record, hostile_json)
+
+
+def _strings(value: object) -> Iterator[str]:
+    """Every string in ``value`` (keys too), without recursion."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+
+
+def _encodable(value: object) -> None:
+    """Every string of ``value`` encodes as UTF-8 (no lone surrogate got through)."""
+    for text in _strings(value):
+        text.encode("utf-8")
+
+
+def _surrogate_warnings(caught: list[warnings.WarningMessage], path: Path) -> None:
+    """At most one warning for the file, and it names the file."""
+    said = [w for w in caught if "U+FFFD" in str(w.message)]
+    assert len(said) <= 1, [str(w.message)[:200] for w in said]
+    assert all(str(path) in str(w.message) for w in said)
+
+
 line = st.one_of(
     passage.map(json.dumps),
     qa_record.map(json.dumps),
     json_value.map(json.dumps),
     st.text(max_size=60).filter(lambda t: "\n" not in t and "\r" not in t),
     st.just(""),
+    hostile_line,
 )
 raw_bytes = st.binary(max_size=200)
 _DIR = tempfile.TemporaryDirectory(prefix="searchain-fuzz-")
@@ -242,20 +399,24 @@ def test_corpus_files_give_passages_or_a_corpus_format_error(
 ) -> None:
     path = _write(lines, noise, suffix)
     try:
-        docs = list(iter_corpus(path))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            docs = list(iter_corpus(path))
     except CorpusFormatError as exc:
         assert str(path) in str(exc)
         return
     finally:
         path.unlink()
+    _surrogate_warnings(caught, path)
     for doc in docs:
         assert doc.page_content.strip() and isinstance(doc.metadata["title"], str)
         assert isinstance(doc.metadata["id"], str)
+        _encodable([doc.page_content, doc.metadata])
 
 
 @FUZZ
 @given(
-    st.lists(st.one_of(line, qa_record.map(json.dumps)), max_size=6),
+    st.lists(st.one_of(line, qa_record.map(json.dumps), hostile_record), max_size=6),
     st.one_of(st.none(), raw_bytes),
     st.sampled_from(["hotpotqa", "2wikimultihopqa", "musique", "strategyqa", "auto"]),
 )
@@ -264,12 +425,59 @@ def test_dataset_files_give_examples_or_a_dataset_format_error(
 ) -> None:
     path = _write(lines, noise, ".jsonl")
     try:
-        examples = list(iter_dataset(dataset, path))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            examples = list(iter_dataset(dataset, path))
     except DatasetFormatError as exc:
         assert str(path) in str(exc)
         return
     finally:
         path.unlink()
+    _surrogate_warnings(caught, path)
     assert len({e["qid"] for e in examples}) == len(examples)
     for example in examples:
         assert isinstance(example["question"], str)
+        json.dumps(example, allow_nan=False, ensure_ascii=False).encode("utf-8")
+
+
+def _hostile_file(lines: list[str], layout: str) -> Path:
+    if layout == ".json":
+        lines = ["[", ",\n".join(lines), "]"]
+    return _write(lines, None, layout)
+
+
+@FUZZ
+@given(
+    st.lists(st.one_of(hostile_record, hostile_line, line), min_size=1, max_size=3),
+    st.sampled_from([".jsonl", ".json"]),
+    st.sampled_from(["corpus", "hotpotqa", "2wikimultihopqa", "musique", "strategyqa", "auto"]),
+)
+def test_hostile_files_give_records_or_the_format_error_naming_the_file(
+    lines: list[str], layout: str, reader: str
+) -> None:
+    path = _hostile_file(lines, layout)
+    error = CorpusFormatError if reader == "corpus" else DatasetFormatError
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if reader == "corpus":
+                docs, examples = list(iter_corpus(path)), []
+            else:
+                docs, examples = [], list(iter_dataset(reader, path))
+    except error as exc:
+        message = str(exc)
+        assert message.startswith(str(path)), message[:300]
+        if "not valid JSON" in message and layout == ".jsonl":
+            assert re.match(rf"{re.escape(str(path))}:\d+: ", message), message[:300]
+        return
+    finally:
+        path.unlink()
+    _surrogate_warnings(caught, path)
+    for doc in docs:
+        assert doc.page_content.strip() and isinstance(doc.metadata["title"], str)
+        assert isinstance(doc.metadata["id"], str)
+        _encodable([doc.page_content, doc.metadata])
+    for example in examples:
+        assert isinstance(example["qid"], str) and example["question"]
+        json.dumps(example, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    assert len({e["qid"] for e in examples}) == len(examples)

@@ -23,10 +23,13 @@ from searchain_graph.evaluation.dataset_records import (
     DatasetFormatError,
     Example,
     Step,
+    describe,
     gold_answers,
     identifier_field,
     list_field,
     make_example,
+    optional_text,
+    optional_texts,
     paragraph_objects,
     required_field,
     sentence_paragraphs,
@@ -39,8 +42,20 @@ FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 TWOWIKI_HOPS: dict[str, int] = {"comparison": 2, "inference": 2, "compositional": 2, "bridge_comparison": 4}
 """Hops of a 2WikiMultihopQA question by its ``type``."""
 
+_TWOWIKI_ONLY = frozenset(("inference", "compositional", "bridge_comparison"))
+"""2WikiMultihopQA's question types that HotpotQA does not have."""
 _REFERENCE = re.compile(r"#(\d+)")
 _MUSIQUE_HOPS = re.compile(r"^(\d+)hop")
+MAX_COUNT_DIGITS = 6
+"""A hop count or a ``#k`` step reference of more digits is no count (and would be an ``int`` of
+thousands of digits, which Python refuses to make): the record is refused, naming the field."""
+
+
+def _count(digits: str, where: str, what: str) -> int:
+    """``int(digits)``, or the format error when there are more than :data:`MAX_COUNT_DIGITS`."""
+    if len(digits) > MAX_COUNT_DIGITS:
+        raise DatasetFormatError(f"{where}: {what} has a number of {len(digits)} digits, not a count")
+    return int(digits)
 
 
 # --- one parser per format ---------------------------------------------------------------------
@@ -59,19 +74,21 @@ def _ircot(dataset: str, record: Mapping[str, Any], where: str) -> Example:
             raise DatasetFormatError(f"{where}: answers_objects[{n}].spans must be a list")
         spans.extend(obj_spans)
         number = obj.get("number")
-        if not obj_spans and isinstance(number, (str, int, float)) and str(number).strip():
+        if number is not None and (isinstance(number, bool) or not isinstance(number, (str, int, float))):
+            raise DatasetFormatError(f"{where}: answers_objects[{n}].number must be a number or a string")
+        if not obj_spans and number is not None and str(number).strip():
             spans.append(str(number))
     answers = gold_answers("", spans, where, "answers_objects.spans")
     paragraphs = paragraph_objects(list_field(record, "contexts", where), "contexts", where)
-    meta: dict[str, object] = {k: record[k] for k in ("type", "level") if isinstance(record.get(k), str)}
+    meta = optional_texts(record, ("type", "level"), where)
     hops: int | None = None
     if dataset == "hotpotqa":
         hops = 2
     elif dataset == "musique":
         match = _MUSIQUE_HOPS.match(qid)
-        hops = int(match.group(1)) if match else None
+        hops = _count(match.group(1), where, "field 'question_id'") if match else None
     elif dataset == "2wikimultihopqa":
-        hops = TWOWIKI_HOPS.get(str(record.get("type")))
+        hops = TWOWIKI_HOPS.get(str(meta.get("type")))
     return make_example(dataset, qid, question, answers, hops=hops, paragraphs=paragraphs, meta=meta)
 
 
@@ -82,7 +99,7 @@ def _hotpotqa(record: Mapping[str, Any], where: str, number: int) -> Example:
     question = text_field(record, "question", where)
     answers = gold_answers(text_field(record, "answer", where), [], where, "answer")
     paragraphs = sentence_paragraphs(record, where)
-    meta: dict[str, object] = {k: record[k] for k in ("type", "level") if isinstance(record.get(k), str)}
+    meta = optional_texts(record, ("type", "level"), where)
     meta["supporting_facts"] = record.get("supporting_facts") or []
     return make_example("hotpotqa", qid, question, answers, hops=2, paragraphs=paragraphs, meta=meta)
 
@@ -91,7 +108,7 @@ def _resolve_references(question: str, answers: list[str], step: int, where: str
     """Replace ``#k`` in step ``step``'s question (from 1) by the answer of an earlier step ``k``."""
 
     def answer(match: re.Match[str]) -> str:
-        k = int(match.group(1))
+        k = _count(match.group(1), f"{where}: question_decomposition[{step - 1}]", "a #k reference")
         if not 1 <= k < step:
             raise DatasetFormatError(
                 f"{where}: question_decomposition[{step - 1}] refers to #{k}, which is not an earlier step"
@@ -121,7 +138,12 @@ def _musique(record: Mapping[str, Any], where: str, number: int) -> Example:
         sub_question = text_field(item, "question", sub_where)
         sub_answer = text_field(item, "answer", sub_where)
         raw.append(sub_question)
-        support.append(item.get("paragraph_support_idx"))
+        index = item.get("paragraph_support_idx")
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
+            raise DatasetFormatError(
+                f"{sub_where}.paragraph_support_idx must be an integer or null, got {describe(index)}"
+            )
+        support.append(index)
         resolved = _resolve_references(sub_question, [s["answer"] for s in steps], n + 1, where)
         steps.append({"question": _triple_question(resolved), "answer": sub_answer})
     meta: dict[str, object] = {"raw_decomposition": raw, "paragraph_support_idx": support}
@@ -146,15 +168,18 @@ def _twowiki(record: Mapping[str, Any], where: str, number: int) -> Example:
     question = text_field(record, "question", where)
     answers = gold_answers(text_field(record, "answer", where), [], where, "answer")
     paragraphs = sentence_paragraphs(record, where)
-    kind = record.get("type")
+    kind = optional_text(record, "type", where)
     evidences = record.get("evidences") or []
     if not isinstance(evidences, list):
         raise DatasetFormatError(f"{where}: field 'evidences' must be a list")
-    hops = TWOWIKI_HOPS.get(kind) if isinstance(kind, str) else None
+    for n, triple in enumerate(evidences):
+        if not isinstance(triple, list) or not all(isinstance(x, str) for x in triple):  # a short one gives no step
+            raise DatasetFormatError(f"{where}: evidences[{n}] must be [subject, relation, object] (strings)")
+    hops = TWOWIKI_HOPS.get(kind) if kind is not None else None
     if hops is None:
         hops = len(evidences) or None
     meta: dict[str, object] = {"supporting_facts": record.get("supporting_facts") or [], "evidences": evidences}
-    if isinstance(kind, str):
+    if kind is not None:
         meta["type"] = kind
     steps = _evidence_steps(evidences)
     return make_example(
@@ -182,28 +207,37 @@ def _triple_question(question: str) -> str:
     return _relation_question(subject, relation)
 
 
-def _evidence_steps(evidences: list[Any]) -> list[Step]:
-    """2Wiki's evidence triples ``(subject, relation, object)`` as sub-questions: "What is the R of S?" -> O."""
+def _evidence_steps(evidences: list[list[str]]) -> list[Step]:
+    """2Wiki's evidence triples ``(subject, relation, object)`` as sub-questions: "What is the R of S?" -> O.
+
+    A triple with a blank part, or not of three parts, gives no step.
+    """
     steps: list[Step] = []
     for triple in evidences:
-        if isinstance(triple, list) and len(triple) == 3 and all(isinstance(x, str) and x.strip() for x in triple):
+        if len(triple) == 3 and all(x.strip() for x in triple):
             subject, relation, obj = (x.strip() for x in triple)
             steps.append({"question": _relation_question(subject, relation), "answer": obj})
     return steps
 
 
-def _evidence_paragraphs(evidence: Any) -> list[str]:
-    """The Wikipedia paragraph keys (``"Title-N"``) that StrategyQA's nested ``evidence`` cites."""
+def _evidence_paragraphs(evidence: Any, where: str) -> list[str]:
+    """The Wikipedia paragraph keys (``"Title-N"``) that StrategyQA's nested ``evidence`` cites.
+
+    Walked without recursion: the lists may be nested as deep as the JSON parser reads.
+
+    Raises:
+        DatasetFormatError: a leaf is not a string.
+    """
     found: list[str] = []
-
-    def walk(node: Any) -> None:
+    stack = [evidence]
+    while stack:
+        node = stack.pop()
         if isinstance(node, list):
-            for child in node:
-                walk(child)
-        elif isinstance(node, str) and node not in {"operation", "no_evidence"} and node not in found:
+            stack.extend(reversed(node))
+        elif not isinstance(node, str):
+            raise DatasetFormatError(f"{where}: field 'evidence' must hold lists of strings, got {describe(node)}")
+        elif node not in {"operation", "no_evidence"} and node not in found:
             found.append(node)
-
-    walk(evidence)
     return found
 
 
@@ -212,19 +246,21 @@ def _strategyqa(record: Mapping[str, Any], where: str, number: int) -> Example:
     question = text_field(record, "question", where)
     answer = required_field(record, "answer", where)
     if not isinstance(answer, bool):
-        raise DatasetFormatError(f"{where}: field 'answer' must be true or false, got {answer!r}")
+        raise DatasetFormatError(f"{where}: field 'answer' must be true or false, got {describe(answer)}")
     steps: list[Step] | None = None
     if record.get("decomposition") is not None:
         raw = list_field(record, "decomposition", where)
         if not all(isinstance(s, str) and s.strip() for s in raw):
             raise DatasetFormatError(f"{where}: field 'decomposition' must be a list of non-empty strings")
         steps = [{"question": collapse_whitespace(s), "answer": ""} for s in raw] or None
-    meta: dict[str, object] = {k: record[k] for k in ("term", "description") if isinstance(record.get(k), str)}
+    meta = optional_texts(record, ("term", "description"), where)
     facts = record.get("facts")
-    if isinstance(facts, list):
-        meta["facts"] = [collapse_whitespace(str(f)) for f in facts]
+    if facts is not None:
+        if not isinstance(facts, list) or not all(isinstance(f, str) for f in facts):
+            raise DatasetFormatError(f"{where}: field 'facts' must be a list of strings")
+        meta["facts"] = [collapse_whitespace(f) for f in facts]
     if "evidence" in record:
-        meta["evidence_paragraphs"] = _evidence_paragraphs(record["evidence"])
+        meta["evidence_paragraphs"] = _evidence_paragraphs(record["evidence"], where)
     return make_example(
         "strategyqa",
         qid,
@@ -239,7 +275,7 @@ def _strategyqa(record: Mapping[str, Any], where: str, number: int) -> Example:
 def _fever_label(value: Any, where: str, key: str) -> str:
     label = collapse_whitespace(value).upper() if isinstance(value, str) else None
     if label not in FEVER_LABELS:
-        raise DatasetFormatError(f"{where}: {key} must be one of {', '.join(FEVER_LABELS)}, got {value!r}")
+        raise DatasetFormatError(f"{where}: {key} must be one of {', '.join(FEVER_LABELS)}, got {describe(value)}")
     return label
 
 
@@ -256,8 +292,7 @@ def _fever(record: Mapping[str, Any], where: str, number: int) -> Example:
                 if isinstance(item, list) and len(item) >= 3 and isinstance(item[2], str) and item[2] not in pages:
                     pages.append(item[2])
         meta["evidence_pages"] = pages
-        if isinstance(record.get("verifiable"), str):
-            meta["verifiable"] = record["verifiable"]
+        meta.update(optional_texts(record, ("verifiable",), where))
     else:  # KILT
         claim = text_field(record, "input", where)
         labels = [o.get("answer") for o in list_field(record, "output", where) if isinstance(o, dict) and "answer" in o]
@@ -285,11 +320,10 @@ def _eli5(record: Mapping[str, Any], where: str, number: int) -> Example:
         if not isinstance(block, dict) or not isinstance(block.get("text"), list):
             raise DatasetFormatError(f"{where}: field 'answers' must be an object with a list 'text'")
         answers = gold_answers("", block["text"], where, "answers.text")
-        selftext = record.get("selftext")
-        if isinstance(selftext, str) and selftext.strip():
+        selftext = optional_text(record, "selftext", where)
+        if selftext and selftext.strip():
             meta["selftext"] = collapse_whitespace(selftext)
-        if isinstance(record.get("subreddit"), str):
-            meta["subreddit"] = record["subreddit"]
+        meta.update(optional_texts(record, ("subreddit",), where))
     return make_example("eli5", qid, question, answers, hops=None, meta=meta)
 
 
@@ -351,17 +385,18 @@ def detect_record(record: Mapping[str, Any]) -> str | None:
         A key of :data:`PARSERS`, judged by the record's fields; ``None`` when they match no dataset.
     """
     keys = set(record)
+    kind = record.get("type") if isinstance(record.get("type"), str) else None  # a list is no type (and unhashable)
     if "question_text" in keys and "contexts" in keys:
-        qid = str(record.get("question_id", ""))
-        if _MUSIQUE_HOPS.match(qid):
+        qid = record.get("question_id")
+        if isinstance(qid, str) and _MUSIQUE_HOPS.match(qid):
             return "musique"
-        if record.get("type") in {"inference", "compositional", "bridge_comparison"}:
+        if kind in _TWOWIKI_ONLY:
             return "2wikimultihopqa"
         return "hotpotqa"
     if "question_decomposition" in keys or ("paragraphs" in keys and "answer_aliases" in keys):
         return "musique"
     if "context" in keys and "question" in keys:
-        if "evidences" in keys or record.get("type") in {"inference", "compositional", "bridge_comparison"}:
+        if "evidences" in keys or kind in _TWOWIKI_ONLY:
             return "2wikimultihopqa"
         return "hotpotqa"
     if "claim" in keys:

@@ -10,11 +10,21 @@ neither of them.
   and :data:`TASKS`; :class:`DatasetFormatError`.
 * Reading: :func:`iter_records` yields ``(record, where, number)`` from a JSON array, JSONL or CSV
   file, ``where`` naming the file and line (or record) for error messages.
-* Field checks: :func:`required_field`, :func:`text_field`, :func:`list_field`,
-  :func:`identifier_field`, :func:`gold_answers` and the paragraph readers
+* Field checks: :func:`required_field`, :func:`text_field`, :func:`optional_text` (and
+  :func:`optional_texts`),
+  :func:`list_field`, :func:`identifier_field`, :func:`gold_answers` and the paragraph readers
   (:func:`paragraph_objects`, :func:`sentence_paragraphs`) raise :class:`DatasetFormatError`
   naming the record and field; text is whitespace-collapsed by :mod:`searchain_graph.ir.corpus`'s
-  own ``collapse_whitespace``. :func:`make_example` builds the :class:`Example`.
+  own ``collapse_whitespace``. :func:`make_example` builds the :class:`Example`;
+  :func:`describe` quotes a value in a message, bounded.
+
+A field that wants a string takes nothing else: a list, an object, a number or ``null`` there is
+an error (``null`` means absent for an optional field), never text made from it. Numbers: JSON is
+decoded by :mod:`searchain_graph.ir.json_records`, which refuses ``NaN``, ``Infinity``, ``1e400``
+and integers of more than 4,300 digits (naming the field) and replaces lone surrogates by U+FFFD;
+an id may be a JSON integer (kept as its digits) or a string (kept whatever its length); a
+sentence index (``supporting_facts``) or a paragraph index (``paragraph_support_idx``) must be
+an integer.
 """
 
 from __future__ import annotations
@@ -24,7 +34,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
-from searchain_graph.ir.corpus import collapse_whitespace, iter_json_records
+from searchain_graph.ir.corpus import collapse_whitespace
+from searchain_graph.ir.json_records import iter_json_records
 
 
 class Paragraph(TypedDict):
@@ -78,13 +89,15 @@ class DatasetFormatError(ValueError):
 # --- reading records ---------------------------------------------------------------------------
 
 
-def iter_records(path: Path) -> Iterator[tuple[Any, str, int]]:
+def iter_records(path: Path, *, warn: bool = True) -> Iterator[tuple[Any, str, int]]:
     """Yield ``(record, where, number)`` with ``number`` the record's position from 1.
 
     ``where`` is ``path:line`` for JSONL and CSV, ``path: record N`` for a JSON array.
 
     Args:
         path: A JSON array, JSONL or (by its ``.csv`` suffix) CSV file.
+        warn: Warn when lone surrogates are replaced (once per file); ``False`` for a first
+            look at a file that is read again.
 
     Yields:
         Each record (a CSV row as a dict of its header's fields, blank rows skipped), where
@@ -97,7 +110,7 @@ def iter_records(path: Path) -> Iterator[tuple[Any, str, int]]:
     if path.suffix.lower() == ".csv":
         yield from _csv_records(path)
         return
-    yield from iter_json_records(path, error=DatasetFormatError)
+    yield from iter_json_records(path, error=DatasetFormatError, warn=warn)
 
 
 def _csv_records(path: Path) -> Iterator[tuple[Any, str, int]]:
@@ -153,6 +166,38 @@ def text_field(record: Mapping[str, Any], key: str, where: str) -> str:
     return value
 
 
+def optional_text(record: Mapping[str, Any], key: str, where: str) -> str | None:
+    """The string ``record[key]`` as it is, or ``None`` when the field is absent or ``null``.
+
+    For the fields kept in ``Example["meta"]`` (``type``, ``level``, ``term``...): a list or a number
+    there is an error, never a value dropped or turned into text.
+
+    Raises:
+        DatasetFormatError: the field holds something other than a string.
+    """
+    value = record.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise DatasetFormatError(f"{where}: field {key!r} must be a string, got {type(value).__name__}")
+
+
+def optional_texts(record: Mapping[str, Any], keys: tuple[str, ...], where: str) -> dict[str, object]:
+    """The fields of ``keys`` that ``record`` has as strings (:func:`optional_text`), for ``Example["meta"]``."""
+    return {key: value for key in keys if (value := optional_text(record, key, where)) is not None}
+
+
+def describe(value: Any) -> str:
+    """``value`` for an error message: a short ``repr`` of a string, number or constant, else its type.
+
+    A value read from a file may be a list nested thousands deep (``repr`` recurses) or a string
+    of megabytes: neither belongs in a message.
+    """
+    if value is None or isinstance(value, (str, int, float)):
+        text = repr(value) if not isinstance(value, int) or abs(value) < 10**40 else "a long integer"
+        return text if len(text) <= 60 else text[:57] + "..."
+    return f"a {type(value).__name__}"
+
+
 def list_field(record: Mapping[str, Any], key: str, where: str) -> list[Any]:
     """The list ``record[key]`` (its items unchecked).
 
@@ -178,6 +223,9 @@ def identifier_field(record: Mapping[str, Any], keys: tuple[str, ...], where: st
         keys: The fields that may hold the id, in order of preference.
         where: The record's place, for the error message.
         fallback: The id when the record has none of ``keys`` (``None``: that is an error).
+
+    An integer id is kept as its digits (JSON gives at most 4,300 of them); a string id is kept
+    whatever its length, as nothing computes with it.
 
     Raises:
         DatasetFormatError: the id is not a non-empty string or integer, or is missing
@@ -270,11 +318,14 @@ def paragraph_objects(items: list[Any], key: str, where: str) -> list[Paragraph]
     for n, item in enumerate(items):
         if not isinstance(item, dict):
             raise DatasetFormatError(f"{where}: {key}[{n}] must be an object, got {type(item).__name__}")
-        title = item.get("title") or ""
+        title = item.get("title")
         text = item.get("paragraph_text", item.get("text"))
         supporting = item.get("is_supporting", False)
+        if title is None:  # no title: an empty one, as IRCoT's files give some
+            title = ""
         if not isinstance(title, str) or not isinstance(text, str):
-            raise DatasetFormatError(f"{where}: {key}[{n}] needs a string 'title' and 'paragraph_text'")
+            kinds = f"{type(title).__name__} and {type(text).__name__}"
+            raise DatasetFormatError(f"{where}: {key}[{n}] needs a string 'title' and 'paragraph_text', got {kinds}")
         if not isinstance(supporting, bool):
             raise DatasetFormatError(f"{where}: {key}[{n}].is_supporting must be true or false")
         title, text = collapse_whitespace(title), collapse_whitespace(text)
@@ -288,8 +339,17 @@ def _supporting_titles(record: Mapping[str, Any], where: str) -> set[str]:
         raise DatasetFormatError(f"{where}: field 'supporting_facts' must be a list")
     titles = set()
     for n, fact in enumerate(facts):
-        if not isinstance(fact, list) or len(fact) != 2 or not isinstance(fact[0], str):
-            raise DatasetFormatError(f"{where}: supporting_facts[{n}] must be [title, sentence index]")
+        if (
+            not isinstance(fact, list)
+            or len(fact) != 2
+            or not isinstance(fact[0], str)
+            or not isinstance(fact[1], int)
+            or isinstance(fact[1], bool)
+            or fact[1] < 0
+        ):
+            raise DatasetFormatError(
+                f"{where}: supporting_facts[{n}] must be [title, sentence index (an integer >= 0)]"
+            )
         titles.add(collapse_whitespace(fact[0]))
     return titles
 

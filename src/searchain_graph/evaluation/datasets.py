@@ -67,7 +67,12 @@ id is an error, since an evaluation run keys its records by id.
 
 Errors: a record that cannot be read (invalid JSON, no question, no answer, a field of
 the wrong type) raises :class:`DatasetFormatError` naming the file and line (``path:12``)
-or, in a JSON array, the record (``path: record 12``). Nothing is skipped silently.
+or, in a JSON array, the record (``path: record 12``), and the field. Nothing is skipped
+silently, and no text is made from a number, a list or an object. JSON is read strictly
+(:mod:`searchain_graph.ir.json_records`): ``NaN``, ``Infinity``, ``1e400``, an integer of more
+than 4,300 digits (a long id must be a string, which is kept whatever its length) and nesting
+too deep to parse are errors; lone surrogates (U+D800..U+DFFF, from JSON escapes) are replaced
+by U+FFFD, with one warning per file.
 
 Modules: this one is the public API (everything a caller needs is importable from here);
 the parsers of the native formats are in :mod:`~searchain_graph.evaluation.dataset_formats`,
@@ -91,6 +96,7 @@ from searchain_graph.evaluation.dataset_records import (
     Example,
     Paragraph,
     Step,
+    describe,
     iter_records,
 )
 from searchain_graph.ir.corpus import paragraph_id
@@ -168,7 +174,8 @@ def iter_dataset(name: str, path: str | Path) -> Iterator[Example]:
             raise DatasetFormatError(f"{where}: expected a JSON object, got {type(record).__name__}")
         example = parse(record, where, number)
         if example["qid"] in seen:
-            raise DatasetFormatError(f"{where}: question id {example['qid']!r} already used at {seen[example['qid']]}")
+            qid = describe(example["qid"])
+            raise DatasetFormatError(f"{where}: question id {qid} already used at {seen[example['qid']]}")
         seen[example["qid"]] = where
         yield example
 
@@ -206,12 +213,12 @@ def detect_dataset(path: str | Path) -> str:
             fields match no known dataset.
     """
     path = _check_path(path)
-    for record, where, _ in iter_records(path):
+    for record, where, _ in iter_records(path, warn=False):  # iter_dataset warns when it reads the file
         if not isinstance(record, dict):
             raise DatasetFormatError(f"{where}: expected a JSON object, got {type(record).__name__}")
         dataset = detect_record(record)
         if dataset is None:
-            fields = ", ".join(sorted(record)[:12])
+            fields = ", ".join(key if len(key) <= 40 else key[:37] + "..." for key in sorted(record)[:12])
             raise DatasetFormatError(f"{where}: fields ({fields}) match no known dataset ({', '.join(DATASETS)})")
         return dataset
     raise DatasetFormatError(f"{path}: no records")

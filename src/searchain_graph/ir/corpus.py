@@ -1,4 +1,4 @@
-"""Corpus files: reading passages in the common formats, and storing them beside an index.
+r"""Corpus files: reading passages in the common formats, and storing them beside an index.
 
 Formats (one passage per line unless noted):
 
@@ -12,7 +12,12 @@ Formats (one passage per line unless noted):
   evaluate on, and get a stable id derived from their content.
 
 A line that cannot be read raises :class:`CorpusFormatError` naming the file and the
-line number: nothing is dropped silently.
+line number (and the field): nothing is dropped silently. Texts and titles must be strings
+(``null`` is absent), never text made from a number or a list; an id is a string, kept whatever
+its length, or a JSON integer, kept as its digits. JSON is decoded strictly by
+:mod:`~searchain_graph.ir.json_records`: ``NaN``, ``Infinity``, ``1e400``, integers of more than
+4,300 digits and nesting too deep to parse are format errors; lone surrogates (``"\ud800"``) are
+replaced by U+FFFD, with one warning per file. A TSV file is read as strings: no number is made.
 
 :class:`~searchain_graph.ir.passage_store.PassageStore` keeps an index's passages on disk
 (re-exported here). An index build streams passages as ``(text, metadata)`` pairs
@@ -23,16 +28,17 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
 
+from searchain_graph.ir.json_records import MAX_LINE_BYTES, iter_json_records
 from searchain_graph.ir.passage_store import OFFSETS_FILE, PASSAGES_FILE, Passage, PassageStore, write_passages
 
 __all__ = [
+    "MAX_LINE_BYTES",
     "OFFSETS_FILE",
     "PASSAGES_FILE",
     "CorpusFormatError",
@@ -47,10 +53,6 @@ __all__ = [
     "passage_text",
     "write_passages",
 ]
-
-MAX_LINE_BYTES = 8 * 1024 * 1024
-"""A corpus or dataset line longer than this (8 MiB) is refused with its line number before it is
-parsed, rather than read whole into memory: no passage or question record comes near it."""
 
 
 class CorpusFormatError(ValueError):
@@ -77,27 +79,59 @@ def collapse_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
-def _passage_from_record(record: Any, where: str) -> Passage:
-    if not isinstance(record, dict):
-        raise CorpusFormatError(f"{where}: expected a JSON object, got {type(record).__name__}")
-    title = record.get("title")
-    text = record.get("text")
+def _string(record: Mapping[str, Any], key: str, where: str) -> str | None:
+    """``record[key]`` when it is a string, ``None`` when it is absent or ``null``; else the format error."""
+    value = record.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise CorpusFormatError(f"{where}: field {key!r} must be a string, got {type(value).__name__}")
+
+
+def _title_and_text(record: Mapping[str, Any], where: str) -> tuple[str | None, str | None]:
+    """The title and the text of a record whose ``title`` or ``text`` is not a string (absent, say)."""
+    title = _string(record, "title", where)
+    text = _string(record, "text", where)
     if text is None:
-        text = record.get("paragraph_text")
-    if text is None and "contents" in record:
-        contents = str(record["contents"])
-        if title is None and "\n" in contents:
+        text = _string(record, "paragraph_text", where)
+    if text is None:
+        contents = _string(record, "contents", where)
+        if contents is not None and title is None and "\n" in contents:
             first, _, rest = contents.partition("\n")
             title, text = first.strip().strip('"'), rest
         else:
             text = contents
-    text = collapse_whitespace(text if isinstance(text, str) else "" if text is None else str(text))
+    return title, text
+
+
+def _passage_from_record(record: Any, where: str) -> Passage:
+    """A passage from a JSON object or a TSV row.
+
+    ``text`` (or ``paragraph_text``, or ``contents``) and ``title`` must be strings (``null``: absent);
+    the id (``id``, else ``_id``) a string, kept whatever its length, or an integer, kept as its
+    digits (a JSON integer has at most 4,300 of them, see :mod:`~searchain_graph.ir.json_records`).
+    Anything else is a :class:`CorpusFormatError` naming the field rather than text made from it.
+    """
+    if not isinstance(record, dict):
+        raise CorpusFormatError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    title, text = record.get("title"), record.get("text")
+    if type(title) is not str or type(text) is not str:  # most passages have both
+        title, text = _title_and_text(record, where)
+    text = collapse_whitespace(text or "")
     if not text:
         raise CorpusFormatError(f"{where}: no passage text (expected a 'text', 'contents' or 'paragraph_text' field)")
-    pid = record.get("id", record.get("_id"))
-    metadata: dict[str, Any] = {"title": title if isinstance(title, str) else str(title or "")}
-    if pid is not None:
-        metadata["id"] = pid if isinstance(pid, str) else str(pid)
+    metadata: dict[str, Any] = {"title": title or ""}
+    pid = record.get("id")
+    if type(pid) is str:
+        metadata["id"] = pid
+        return text, metadata
+    key = "id" if "id" in record else "_id"
+    pid = record.get(key)
+    if isinstance(pid, str):
+        metadata["id"] = pid
+    elif isinstance(pid, int) and not isinstance(pid, bool):
+        metadata["id"] = str(pid)
+    elif pid is not None:
+        raise CorpusFormatError(f"{where}: field {key!r} must be a string or an integer, got {type(pid).__name__}")
     return text, metadata
 
 
@@ -128,70 +162,25 @@ def qa_paragraphs(record: dict[str, Any], where: str) -> Iterator[Document]:
         raise CorpusFormatError(f"{where}: no paragraphs (expected one of {', '.join(QA_PARAGRAPH_FIELDS)})")
     for n, item in enumerate(items):
         if isinstance(item, dict):
-            title, text = item.get("title", ""), item.get("paragraph_text", item.get("text"))
+            title, text = item.get("title"), item.get("paragraph_text", item.get("text"))
         elif isinstance(item, list) and len(item) == 2 and isinstance(item[1], list):
-            title, text = item[0], " ".join(str(s).strip() for s in item[1])
+            title, text = item[0], item[1]
+            for k, sentence in enumerate(text):
+                if not isinstance(sentence, str):
+                    kind = type(sentence).__name__
+                    raise CorpusFormatError(f"{where}: {field}[{n}][1][{k}] must be a sentence (a string), got {kind}")
+            text = " ".join(s.strip() for s in text)
         else:
             raise CorpusFormatError(f"{where}: {field}[{n}] is neither a paragraph object nor [title, sentences]")
         if not isinstance(text, str):
-            raise CorpusFormatError(f"{where}: {field}[{n}] has no paragraph text")
+            raise CorpusFormatError(f"{where}: {field}[{n}] has no paragraph text (a string)")
+        if title is not None and not isinstance(title, str):
+            raise CorpusFormatError(f"{where}: {field}[{n}] has a title that is not a string ({type(title).__name__})")
         text = collapse_whitespace(text)
         if not text:
             continue
-        title = collapse_whitespace(str(title or ""))
+        title = collapse_whitespace(title or "")
         yield Document(page_content=text, metadata={"title": title, "id": paragraph_id(title, text)})
-
-
-def iter_json_records(path: Path, *, error: type[ValueError] = CorpusFormatError) -> Iterator[tuple[Any, str, int]]:
-    """Yield ``(record, where, number)`` from a JSONL file or a JSON array file.
-
-    A file is read as one JSON array when its content starts with ``[`` and parses as a
-    whole (never for a ``.jsonl`` suffix; always for ``.json``); otherwise as JSONL, blank
-    lines skipped. ``where``
-    is ``path:line`` (JSONL) or ``path: record N`` (array); ``number`` is the line number or
-    the position from 1.
-
-    Raises:
-        error: invalid JSON, naming the line.
-    """
-    with path.open("rb") as handle:
-        head = handle.read(4096).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
-        handle.seek(0)
-        if path.suffix.lower() == ".json" and not head.startswith("["):
-            raise error(f"{path}: a JSON file must hold an array of records")
-        if head.startswith("[") and path.suffix.lower() != ".jsonl":
-            try:
-                records = json.loads(_utf8(handle.read(), f"{path}", error, bom=True))
-            except json.JSONDecodeError as exc:
-                if exc.msg != "Extra data":  # "Extra data": more values follow, so it is JSONL
-                    raise error(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
-                handle.seek(0)
-            else:
-                for n, record in enumerate(records, start=1):
-                    yield record, f"{path}: record {n}", n
-                return
-        lineno = 0
-        while raw := handle.readline(MAX_LINE_BYTES + 1):
-            lineno += 1
-            where = f"{path}:{lineno}"
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                raise error(f"{where}: line longer than {MAX_LINE_BYTES} bytes; is this a corpus file?")
-            line = _utf8(raw, where, error, bom=lineno == 1)
-            if not line or line.isspace():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise error(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
-            yield record, where, lineno
-
-
-def _utf8(data: bytes, where: str, error: type[ValueError], *, bom: bool = False) -> str:
-    """``data`` as text, or ``error`` naming where the bytes are not UTF-8."""
-    try:
-        return data.decode("utf-8-sig" if bom else "utf-8")
-    except UnicodeDecodeError as exc:
-        raise error(f"{where}: not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})") from exc
 
 
 def iter_corpus(path: str | Path, *, seen: set[str] | None = None) -> Iterator[Document]:
@@ -217,7 +206,7 @@ def _file_passages(path: Path, seen: set[str]) -> Iterator[Passage]:
     if path.suffix.lower() in {".tsv", ".tab"}:
         yield from _iter_tsv(path)
         return
-    for record, where, number in iter_json_records(path):
+    for record, where, number in iter_json_records(path, error=CorpusFormatError):
         if is_qa_record(record):
             for doc in qa_paragraphs(record, where):
                 if doc.metadata["id"] not in seen:
