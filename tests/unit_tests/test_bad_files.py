@@ -353,6 +353,15 @@ def test_corpus_lone_surrogates_are_replaced_with_one_warning_per_file(tmp_path:
         (doc.page_content + doc.metadata["title"] + doc.metadata["id"]).encode("utf-8")
 
 
+@pytest.mark.parametrize("escape", ["\\uDC00", "\\udfff", "\\uDBFF"])
+def test_a_line_whose_only_surrogate_is_low_or_upper_case_is_repaired(tmp_path: Path, escape: str) -> None:
+    # Found by benchmarks/fuzz.py at 10,000 cases: only \ud8-\udb escapes were looked for.
+    path = _write(tmp_path / "c.jsonl", '{"id": "' + escape + '", "text": "0"}')
+    with pytest.warns(UserWarning, match="U\\+FFFD"):
+        (doc,) = load_corpus(path)
+    assert doc.metadata["id"] == "\ufffd"
+
+
 def test_corpus_lone_surrogates_in_a_json_array_and_qa_paragraphs_are_replaced(tmp_path: Path) -> None:
     path = _write(tmp_path / "c.json", json.dumps([{"context": [["T\ud800", ["One\udbff."]]]}]))
     with pytest.warns(UserWarning, match="U\\+FFFD"):

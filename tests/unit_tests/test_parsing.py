@@ -138,3 +138,9 @@ def test_citations() -> None:
     cleaned, bad = drop_invalid_citations("A [1]. B [4]. C [0] and [2].", 2)
     assert cleaned == "A [1]. B. C and [2]."
     assert bad == [4, 0]
+
+
+def test_an_extracted_answer_is_never_whitespace() -> None:
+    # Found by benchmarks/fuzz.py at 10,000 cases: "answer is" followed by a carriage return.
+    assert extract_final_answer("FINAL ANSWERIS\r") is None
+    assert extract_final_answer("the answer is \t Toronto \r\n") == "Toronto"

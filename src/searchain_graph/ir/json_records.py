@@ -64,7 +64,7 @@ _DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_finite_float)
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}:,]|[^\s\[\]{}:,"]+', re.DOTALL)
 _INTEGER = re.compile(r"-?\d+")
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _digit_limit() -> int:

@@ -210,7 +210,7 @@ def extract_final_answer(final_content: str | None, task: str = "multihop") -> s
         if hits:
             match = hits[-1]
             break
-    answer = str(match.group("ans")).strip(" .\"'*") if match else None
+    answer = " ".join(str(match.group("ans")).split()).strip(" .\"'*") if match else None
     if task == "yesno":
         probe = answer if answer is not None else text
         found = re.findall(r"\b(yes|no)\b", probe, re.IGNORECASE)
