@@ -144,3 +144,4 @@ def test_an_extracted_answer_is_never_whitespace() -> None:
     # Found by benchmarks/fuzz.py at 10,000 cases: "answer is" followed by a carriage return.
     assert extract_final_answer("FINAL ANSWERIS\r") is None
     assert extract_final_answer("the answer is \t Toronto \r\n") == "Toronto"
+    assert extract_final_answer("FINAL ANSWERIS0\r0") == "0\r0"  # a piece of the text, not rewritten

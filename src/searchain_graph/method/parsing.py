@@ -44,6 +44,7 @@ _FINAL_ANSWER = re.compile(
     r"(?:the\s+)?final\s+answer\s*(?:is|:)\s*:?\s*(?P<ans>.+?)\s*(?:$|\n|(?<!\b[A-Z])\.(?:\s|$))",
     re.IGNORECASE,
 )
+_ANSWER_EDGES = re.compile(r"^[\s.\"'*]+|[\s.\"'*]+$")
 _ANSWER_IS = re.compile(r"\banswer\s+is\s*:?\s*(?P<ans>.+?)\s*(?:$|\n|\.(?:\s|$))", re.IGNORECASE)
 
 
@@ -210,7 +211,7 @@ def extract_final_answer(final_content: str | None, task: str = "multihop") -> s
         if hits:
             match = hits[-1]
             break
-    answer = " ".join(str(match.group("ans")).split()).strip(" .\"'*") if match else None
+    answer = _ANSWER_EDGES.sub("", str(match.group("ans"))) if match else None
     if task == "yesno":
         probe = answer if answer is not None else text
         found = re.findall(r"\b(yes|no)\b", probe, re.IGNORECASE)
