@@ -26,7 +26,9 @@ def test_ask_with_a_model_that_ignores_the_format(tiny_llm_dir: Path, capsys: py
     captured = capsys.readouterr()
     assert code == 0
     out = json.loads(captured.out)
-    assert out["rounds"] == 1
+    # No node in its chain: the question itself is completed by IR in round 1 (issue 36), and
+    # round 2's chain has none either.
+    assert 1 <= out["rounds"] <= 2
     assert isinstance(out["answer"], str)
     assert out["usage"]["llm_calls"] >= 1
     assert "round 1: CoQ with" in captured.err

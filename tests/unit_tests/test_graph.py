@@ -220,22 +220,25 @@ def test_max_rounds_respected_by_a_model_that_never_converges() -> None:
     assert out["rounds"] == 1
 
 
-def test_free_text_without_tags_yields_a_result() -> None:
-    llm = RuleChatModel(respond=lambda m: "I believe the buses leave from a terminal in Toronto.")
+def test_free_text_without_tags_has_the_question_completed_by_ir() -> None:
+    llm = RuleChatModel(respond=lambda m: tracing_reply(m) or "I believe the buses leave from a terminal in Toronto.")
     out = build(llm, ScriptedReader(CONFIDENT)).invoke({"question": QUESTION})
-    assert out["rounds"] == 1
-    assert out["references"] == []
-    assert out["final_content"] == "I believe the buses leave from a terminal in Toronto."
-    assert out["answer"]
     assert any("no [Query]/[Answer] tags" in w for w in out["warnings"])
-    assert len(llm.calls) == 1  # nothing to trace
+    # The chain has no node, so the question itself is the node IR completes (issue 36); the
+    # second round's reply has no node either, and the question is then a duplicate.
+    assert [(b["round"], [c["action"] for c in b["checks"]]) for b in out["tree"]] == [
+        (1, ["completion"]),
+        (2, ["duplicate"]),
+    ]
+    assert [r["query"] for r in out["references"]] == [QUESTION]
+    assert out["answer"] == out["references"][0]["answer"] and "[1]" in out["final_content"]
 
 
 @pytest.mark.parametrize("reply", ["", "[Query 1]:", "[Answer 1]: Toronto", "[[[[ ]]]] [Query", "\x00\x01"])
 def test_malformed_output_never_crashes(reply: str) -> None:
     out = build(RuleChatModel(respond=lambda m: reply), ScriptedReader(CONFIDENT)).invoke({"question": QUESTION})
-    assert out["rounds"] == 1
-    assert isinstance(out["answer"], str)
+    assert out["rounds"] == 2  # round 1 completes the question itself (no node); round 2 repeats it
+    assert isinstance(out["answer"], str) and "[" not in out["answer"]
 
 
 def test_references_point_at_the_right_passages() -> None:

@@ -122,7 +122,7 @@ def echo_llm() -> RuleChatModel:
         if traced is not None:
             return traced
         word = messages[-1].text.rsplit("[Question]:", 1)[-1].split()[0].strip('"')
-        return f"[Query 1]: What is {word}?\n[Answer 1]: {word}.\n[Final Content]: It is {word} [1]."
+        return f"[Query 1]: Which word starts it?\n[Answer 1]: {word}.\n[Final Content]: It is {word} [1]."
 
     return RuleChatModel(respond=respond)
 

@@ -38,6 +38,7 @@ from searchain_graph.method.state import DocumentDict, Usage, add_usage, empty_u
 from searchain_graph.method.steps import (
     Generate,
     Read,
+    Reply,
     Request,
     Retrieve,
     Step,
@@ -271,9 +272,12 @@ class StepDriver:
         config = trace_config(req.step or running.name, rnd, named=False, searchain_method=self.method)
         return list(req.messages), {"config": config, "stop": list(req.stop) if req.stop else None, **dict(req.options)}
 
-    def _count_generation(self, sent: list[BaseMessage], reply: BaseMessage, running: _Running) -> str:
+    def _count_generation(self, sent: list[BaseMessage], reply: BaseMessage, running: _Running) -> Reply:
         running.usage = add_usage(running.usage, call_usage(sent, reply))
-        return running.clean(message_text(reply), "the LLM's reply", MAX_REPLY_CHARS)
+        raw = message_text(reply)
+        text = running.clean(raw, "the LLM's reply", MAX_REPLY_CHARS)
+        meta = getattr(reply, "response_metadata", None) or {}
+        return Reply(text, truncated=meta.get("finish_reason") == "length" or len(raw) > MAX_REPLY_CHARS)
 
     def _retrieve_args(self, req: Retrieve, running: _Running) -> tuple[list[RunnableConfig], dict[str, Any]]:
         if self.retriever is None:

@@ -38,11 +38,13 @@ from searchain_graph.method.calls import message_text, to_messages, trace_config
 from searchain_graph.method.context import SearChainSettings
 from searchain_graph.method.limits import MAX_ANSWER_CHARS, MAX_FINAL_CONTENT_CHARS
 from searchain_graph.method.parsing import (
+    ParsedChain,
     citations,
     clean_answer,
     drop_invalid_citations,
     extract_final_answer,
     parse_chain,
+    restates_query,
 )
 from searchain_graph.method.prompts import (
     COMPLETION_PROMPT,
@@ -116,23 +118,21 @@ class SearChainSteps:
             sent = to_messages(state.get("messages") or [])
         raw = yield Generate.prompt(sent)
         parsed = parse_chain(raw)
+        warnings = [f"round {rnd}: {w}" for w in parsed.warnings]
+        nodes = settle_nodes(parsed.nodes, state["question"], truncated=raw.truncated and not parsed.final_content)
+        warnings += [f"round {rnd}: {w}" for w in nodes.warnings]
         fb = state.get("feedback") if rnd > 1 else None
         branch: Branch = {
             "round": rnd,
             "parent": {"round": rnd - 1, "node": fb["node"], "query": fb["query"], "kind": fb["kind"]} if fb else None,
-            "nodes": parsed.nodes,
+            "nodes": nodes.nodes,
             "final_content": parsed.final_content,
-            "raw": raw,
+            "raw": str(raw),
             "checks": [],
         }
-        said = {"role": "assistant", "content": raw}
+        said = {"role": "assistant", "content": str(raw)}
         messages = [{"role": "user", "content": message_text(sent[0])}, said] if rnd == 1 else [said]
-        return {
-            "messages": messages,
-            "tree": [branch],
-            "chain": parsed.nodes,
-            "warnings": [f"round {rnd}: {w}" for w in parsed.warnings],
-        }
+        return {"messages": messages, "tree": [branch], "chain": nodes.nodes, "warnings": warnings}
 
     # -- Traverse(CoQ), IR(q_i, a_i) --------------------------------------------------------------
     def ir_check(self, state: SearChainState, settings: SearChainSettings) -> StepBody:
@@ -361,3 +361,31 @@ def compose_from_path(path: Sequence[Reference], answer: str) -> str:
         said = ref["answer"].strip().rstrip(".") or "not found in the passage"
         steps.append(f"{ref['query'].rstrip(' ?')}: {said} [{ref['index']}].")
     return " ".join(steps) + (f" So the final answer is {answer.strip().rstrip('.')}." if answer else "")
+
+
+def settle_nodes(nodes: list[ChainNode], question: str, *, truncated: bool) -> ParsedChain:
+    """The nodes IR checks, from the parsed chain, with a warning for each change.
+
+    * A reply cut by the token budget (``truncated``, with no final content) may end in a
+      half-written node ("What was Cor"): its last node is dropped, never checked or sent back.
+    * A node whose answer only restates its query, or says it is unknown
+      (:func:`~searchain_graph.method.parsing.restates_query`), answers nothing: it is marked
+      unsolved, so that IR completes it.
+    * A chain with no node left has the question itself as its one unsolved node, so that IR
+      completes the question rather than the run answering with nothing (or a marker).
+    """
+    out = ParsedChain(nodes=[dict(n) for n in nodes])  # type: ignore[misc]
+    if truncated and out.nodes:
+        last = out.nodes.pop()
+        out.warnings.append(f"the reply was cut by the token budget; its last node {last['query'][:80]!r} was dropped")
+    for node in out.nodes:
+        if not node["unsolved"] and restates_query(node["query"], node["answer"]):
+            node["unsolved"] = True
+            out.warnings.append(
+                f"node {node['index']}'s answer {str(node['answer'])[:80]!r} only restates its query or says it is "
+                "unknown; treated as unsolved"
+            )
+    if not out.nodes:
+        out.nodes = [{"index": 1, "query": question, "answer": None, "unsolved": True}]
+        out.warnings.append("the chain has no node to check; the question itself is completed by IR")
+    return out

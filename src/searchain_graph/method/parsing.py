@@ -81,6 +81,9 @@ def parse_chain(text: str) -> ParsedChain:
     * A query left without an answer is treated as unsolved: the LLM did not know it.
     * ``[Final Content]`` ends the chain; a ``[Question]`` tag after the first node means
       the model started another example, and parsing stops there.
+    * A query that repeats an earlier node's query (after normalisation) is a loop (a small model
+      asking one thing under new numbers until its token budget runs out): the chain ends before
+      it, with a warning.
 
     Args:
         text: The raw text of one LLM generation.
@@ -138,6 +141,17 @@ def parse_chain(text: str) -> ParsedChain:
                 current["answer"] = content
                 current["unsolved"] = False
 
+    asked: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        key = normalize_answer(node["query"])
+        if key in asked:
+            parsed.warnings.append(
+                f"the chain asks {node['query'][:80]!r} again (node {i + 1}, first asked as node {asked[key]}): "
+                f"a loop; the chain ends at node {i}"
+            )
+            nodes = nodes[:i]
+            break
+        asked[key] = i + 1
     for node in nodes:
         if node["answer"] is None and not node["unsolved"]:
             node["unsolved"] = True
@@ -161,6 +175,33 @@ def clean_answer(answer: str | None) -> str:
     if not (_TAG.search(text) or _SCAFFOLD.search(text)):
         return text.strip()
     return " ".join(_SCAFFOLD.sub(" ", _TAG.sub(" ", text)).split())
+
+
+_STOPWORDS = frozenset(
+    "a an the of in on at to for by with from and or is was are were be been being it its this that these "
+    "those he she they his her their who whom whose what where when which how did does do as".split()
+)
+_NO_KNOWLEDGE = frozenset(
+    "unknown not known know don t do i no information idea answer cannot can sure unsure unclear available "
+    "provided specified mentioned found given n sorry".split()
+)
+_GENERIC = frozenset("actress actor person people man woman name named called someone character role".split())
+"""Words that name no one: "played by actress Corliss Archer" says nothing "played Corliss Archer" did not."""
+
+
+def restates_query(query: str, answer: str | None) -> bool:
+    """Whether ``answer`` answers nothing: it only restates ``query``, or says it is unknown.
+
+    True when, after normalisation and without function words, every word of the answer is a word
+    of the query or of a "not known" phrasing (``"Corliss Archer is Corliss Archer"`` for "Who
+    played Corliss Archer?", ``"Unknown."``, ``"I don't know"``, ``"Not provided"``), or no word
+    is left. A yes/no answer is an answer.
+    """
+    if not answer or re.match(r"^\W*(yes|no)\b", answer, re.IGNORECASE):
+        return False
+    said = set(normalize_answer(answer).split()) - _STOPWORDS
+    asked = set(normalize_answer(query).split())
+    return said <= asked | _NO_KNOWLEDGE | _GENERIC
 
 
 def normalize_answer(text: str) -> str:

@@ -58,6 +58,7 @@ from searchain_graph.method.state import DocumentDict
 __all__ = [
     "Generate",
     "Read",
+    "Reply",
     "Request",
     "Retrieve",
     "Step",
@@ -66,6 +67,24 @@ __all__ = [
     "StepSettings",
     "reducers_of",
 ]
+
+
+class Reply(str):
+    """The text of an LLM reply, as a :class:`Generate` request receives it.
+
+    A ``str`` (every step may treat it as one) that also says whether the reply was cut off
+    before the model ended it (``truncated``: the model's ``finish_reason`` was ``"length"``, or
+    the reply was cut at :data:`~searchain_graph.method.limits.MAX_REPLY_CHARS`), so that a step
+    never checks the half-written last line of a cut reply. Store ``str(reply)`` in the state.
+    """
+
+    truncated: bool
+
+    def __new__(cls, text: str, *, truncated: bool = False) -> Reply:
+        """``text``, marked ``truncated`` or not."""
+        reply = super().__new__(cls, text)
+        reply.truncated = truncated
+        return reply
 
 
 @dataclass(frozen=True)
