@@ -13,7 +13,10 @@ goes to the LLM is bounded too: with the defaults, a SearChain prompt is at most
 
 from __future__ import annotations
 
-__all__ = ["MAX_ANSWER_CHARS", "MAX_FINAL_CONTENT_CHARS", "MAX_PASSAGE_CHARS", "MAX_REPLY_CHARS"]
+from searchain_graph._text import bound_text
+from searchain_graph.method.parsing import clean_answer
+
+__all__ = ["MAX_ANSWER_CHARS", "MAX_FINAL_CONTENT_CHARS", "MAX_PASSAGE_CHARS", "MAX_REPLY_CHARS", "bounded_output"]
 
 MAX_REPLY_CHARS = 16_000
 """An LLM reply longer than this is cut (a Chain-of-Query of 32 nodes is about 3,000)."""
@@ -27,3 +30,22 @@ MAX_ANSWER_CHARS = 2_000
 
 MAX_FINAL_CONTENT_CHARS = 16_000
 """A run's final content longer than this is cut."""
+
+
+def bounded_output(content: str, answer: str, warnings: list[str], *, no_answer: str) -> dict[str, str]:
+    """A run's ``final_content`` and ``answer``, each within its limit, the answer free of markers.
+
+    SearChain's tracing and every baseline's last step end with this. Appends to ``warnings`` a
+    line for each cut, and ``no_answer`` when no answer is left
+    (:func:`~searchain_graph.method.parsing.clean_answer`).
+    """
+    answer = clean_answer(answer)
+    if not answer:
+        warnings.append(no_answer)
+    answer, cut = bound_text(answer, MAX_ANSWER_CHARS)
+    if cut:
+        warnings.append(f"the answer was cut to {MAX_ANSWER_CHARS:,} characters ({cut:,} dropped)")
+    content, cut = bound_text(content, MAX_FINAL_CONTENT_CHARS)
+    if cut:
+        warnings.append(f"the final content was cut to {MAX_FINAL_CONTENT_CHARS:,} characters ({cut:,} dropped)")
+    return {"final_content": content, "answer": answer}

@@ -32,15 +32,13 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
 from langgraph.types import Command
 
-from searchain_graph._text import bound_text
 from searchain_graph.ir.readers.base import ReaderOutput, usable_confidence
 from searchain_graph.method.calls import message_text, to_messages, trace_config
 from searchain_graph.method.context import SearChainSettings
-from searchain_graph.method.limits import MAX_ANSWER_CHARS, MAX_FINAL_CONTENT_CHARS
+from searchain_graph.method.limits import bounded_output
 from searchain_graph.method.parsing import (
     ParsedChain,
     citations,
-    clean_answer,
     drop_invalid_citations,
     extract_final_answer,
     parse_chain,
@@ -88,6 +86,9 @@ FRESH_RUN: dict[str, Any] = {
     "final_content": "",
 }
 """What a new run starts with (the driver also validates the question and starts the rounds)."""
+
+NO_ANSWER = "the run has no answer: the LLM stated none, and none is on the path"
+"""The warning of a run that ends without an answer."""
 
 CONTINUES_AFTER = ("feedback",)
 """The step after which ``coq_generation`` continues a run; after any other, it starts one."""
@@ -334,24 +335,9 @@ def _final_content(state: SearChainState, task: str, reply: str | None) -> dict[
             update["warnings"].append(
                 "the tracing output cited no passage; the final content was composed from the path"
             )
-    return {**update, **bounded_output(content, best_answer(content) or content, update["warnings"])}
-
-
-def bounded_output(content: str, answer: str, warnings: list[str]) -> dict[str, str]:
-    """A run's ``final_content`` and ``answer``, each within its limit, the answer free of markers.
-
-    Adds a warning to ``warnings`` for each cut, and when no answer is left.
-    """
-    answer = clean_answer(answer)
-    if not answer:
-        warnings.append("the run has no answer: the LLM stated none, and none is on the path")
-    answer, cut = bound_text(answer, MAX_ANSWER_CHARS)
-    if cut:
-        warnings.append(f"the answer was cut to {MAX_ANSWER_CHARS:,} characters ({cut:,} dropped)")
-    content, cut = bound_text(content, MAX_FINAL_CONTENT_CHARS)
-    if cut:
-        warnings.append(f"the final content was cut to {MAX_FINAL_CONTENT_CHARS:,} characters ({cut:,} dropped)")
-    return {"final_content": content, "answer": answer}
+    answer = best_answer(content) or content
+    out = bounded_output(content, answer, update["warnings"], no_answer=NO_ANSWER)
+    return {**update, **out}
 
 
 def compose_from_path(path: Sequence[Reference], answer: str) -> str:

@@ -34,13 +34,11 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 
-from searchain_graph._text import bound_text
 from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, final_answer
 from searchain_graph.ir.readers.base import Reader
 from searchain_graph.method.context import normalize_task
 from searchain_graph.method.driver import StepDriver
-from searchain_graph.method.limits import MAX_ANSWER_CHARS, MAX_FINAL_CONTENT_CHARS
-from searchain_graph.method.parsing import clean_answer
+from searchain_graph.method.limits import bounded_output
 from searchain_graph.method.question import task_question
 from searchain_graph.method.state import InputState
 from searchain_graph.method.steps import Generate, Step, StepBody, StepFunction
@@ -117,17 +115,9 @@ def finish(content: str, warnings: Sequence[str], task: str) -> dict[str, Any]:
     ``warnings`` gets "the LLM stated no answer" when ``content`` states none.
     """
     content = content.strip()
-    answer = clean_answer(final_answer(content, task))
     out = list(warnings)
-    if not answer:
-        out.append("the LLM stated no answer")
-    answer, cut = bound_text(answer, MAX_ANSWER_CHARS)
-    if cut:
-        out.append(f"the answer was cut to {MAX_ANSWER_CHARS:,} characters ({cut:,} dropped)")
-    content, cut = bound_text(content, MAX_FINAL_CONTENT_CHARS)
-    if cut:
-        out.append(f"the final content was cut to {MAX_FINAL_CONTENT_CHARS:,} characters ({cut:,} dropped)")
-    return {"final_content": content, "answer": answer, "warnings": out}
+    bounded = bounded_output(content, final_answer(content, task), out, no_answer="the LLM stated no answer")
+    return {**bounded, "warnings": out}
 
 
 def one_shot(render: Callable[[MethodState, BaselineSettings], str]) -> StepFunction:
