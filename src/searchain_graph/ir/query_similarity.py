@@ -74,7 +74,9 @@ class SemanticDuplicate:
             from transformers import AutoModel, AutoTokenizer
 
             self._tokenizer = from_pretrained(AutoTokenizer.from_pretrained, self.model_name, what="query encoder")
-            self._model = from_pretrained(AutoModel.from_pretrained, self.model_name, what="query encoder").eval()
+            model = from_pretrained(AutoModel.from_pretrained, self.model_name, what="query encoder")
+            model.eval()  # inference: no dropout
+            self._model = model
 
     def embed(self, texts: Sequence[str]) -> Any:
         """Normalised mean-pooled embeddings of ``texts`` (a ``torch.Tensor``, one row each)."""
