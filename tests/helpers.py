@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -93,3 +94,16 @@ def served(app: Any, port: int | None = None) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def living_in_session(session: int) -> list[int]:
+    """Processes of ``session`` still running (zombies, already dead, are not counted)."""
+    living = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session and fields[0] != "Z":
+            living.append(int(stat.parent.name))
+    return living

@@ -37,6 +37,7 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -365,6 +366,15 @@ def _encodable(value: object) -> None:
         text.encode("utf-8")
 
 
+def _check_passages(docs: list[Any], caught: list[Any], path: Path) -> None:
+    """Passages read from a fuzzed file: text, a title and an id, all encodable; at most one warning."""
+    _surrogate_warnings(caught, path)
+    for doc in docs:
+        assert doc.page_content.strip() and isinstance(doc.metadata["title"], str)
+        assert isinstance(doc.metadata["id"], str)
+        _encodable([doc.page_content, doc.metadata])
+
+
 def _surrogate_warnings(caught: list[warnings.WarningMessage], path: Path) -> None:
     """At most one warning for the file, and it names the file."""
     said = [w for w in caught if "U+FFFD" in str(w.message)]
@@ -407,11 +417,7 @@ def test_corpus_files_give_passages_or_a_corpus_format_error(
         return
     finally:
         path.unlink()
-    _surrogate_warnings(caught, path)
-    for doc in docs:
-        assert doc.page_content.strip() and isinstance(doc.metadata["title"], str)
-        assert isinstance(doc.metadata["id"], str)
-        _encodable([doc.page_content, doc.metadata])
+    _check_passages(docs, caught, path)
 
 
 @FUZZ
@@ -472,11 +478,7 @@ def test_hostile_files_give_records_or_the_format_error_naming_the_file(
         return
     finally:
         path.unlink()
-    _surrogate_warnings(caught, path)
-    for doc in docs:
-        assert doc.page_content.strip() and isinstance(doc.metadata["title"], str)
-        assert isinstance(doc.metadata["id"], str)
-        _encodable([doc.page_content, doc.metadata])
+    _check_passages(docs, caught, path)
     for example in examples:
         assert isinstance(example["qid"], str) and example["question"]
         json.dumps(example, allow_nan=False, ensure_ascii=False).encode("utf-8")

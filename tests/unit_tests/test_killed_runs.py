@@ -29,6 +29,7 @@ from searchain_graph.evaluation.report import render_report
 from searchain_graph.ir.index import load_index
 from searchain_graph.ir.index_dir import read_manifest
 from tests.fakes import PASSAGES, QUESTION
+from tests.helpers import living_in_session
 
 ROOT = Path(__file__).resolve().parents[2]
 KILLS = int(os.environ.get("SEARCHAIN_KILLS", "20"))
@@ -48,26 +49,13 @@ def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "searchain_graph", *args]
 
 
-def _living_in_session(session: int) -> list[int]:
-    """Processes of ``session`` still running (zombies, already dead, are not counted)."""
-    living = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if int(fields[3]) == session and fields[0] != "Z":
-            living.append(int(stat.parent.name))
-    return living
-
-
 def _no_orphans(session: int) -> None:
     if not Path("/proc/self/stat").is_file():
         return
     deadline = time.monotonic() + 10
-    while _living_in_session(session) and time.monotonic() < deadline:
+    while living_in_session(session) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _living_in_session(session) == [], "a worker outlived the killed command"
+    assert living_in_session(session) == [], "a worker outlived the killed command"
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> bool:

@@ -42,7 +42,7 @@ from searchain_graph.serve.http import BadRequest, JSONReply, json_depth, parse_
 from searchain_graph.serve.index_server import create_index_app
 from searchain_graph.serve.server import RedactTokens
 from tests.fakes import PASSAGES, QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tree_llm
-from tests.helpers import free_port, read_events
+from tests.helpers import free_port, living_in_session, read_events
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "data" / "searchain_demo.jsonl"
@@ -344,18 +344,6 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
 
 
-def _living_in_session(session: int) -> list[int]:
-    living = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if int(fields[3]) == session and fields[0] != "Z":
-            living.append(int(stat.parent.name))
-    return living
-
-
 def _start(command: list[str], port: int) -> subprocess.Popen[str]:
     process = subprocess.Popen(command, cwd=ROOT, env=_env(), start_new_session=True, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
@@ -384,9 +372,9 @@ def _stop(process: subprocess.Popen[str], within: float) -> float:
     took = time.monotonic() - started
     if Path("/proc/self/stat").is_file():
         deadline = time.monotonic() + 5
-        while _living_in_session(process.pid) and time.monotonic() < deadline:
+        while living_in_session(process.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _living_in_session(process.pid) == [], "a process of the server outlived it"
+        assert living_in_session(process.pid) == [], "a process of the server outlived it"
     return took
 
 
