@@ -120,6 +120,7 @@ def run_eval(args: argparse.Namespace) -> int:
                 "retriever": type(stack.retriever).__name__,
                 "concurrency": concurrency,
             },
+            options={"demonstrations": args.demonstrations, "is_duplicate": args.duplicates},
         )
         bar.update(summary.skipped)
     written = write_report(summary.records, args.report or out.parent / f"{out.stem}-report")

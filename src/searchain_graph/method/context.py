@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Literal
 
+from searchain_graph.method.layouts import check_layout
+
 Task = Literal["multihop", "yesno", "fact", "longform", "slot_filling"]
 """The task families of the paper, each with its own CoQ prompt (Figures 9-12)."""
 
@@ -87,6 +89,10 @@ class SearChainSettings:
     """Verification checks yes/no answers too (False for readers that cannot answer yes or no)."""
     max_question_chars: int = 2000
     """Longer questions are refused."""
+    demonstrations: str = "instruction"
+    """Where the prompts' worked examples go: ``"instruction"`` (the paper's: inside the one user
+    message) or ``"turns"`` (as earlier turns of the chat); see
+    :data:`~searchain_graph.method.prompts.DEMONSTRATION_LAYOUTS`."""
 
     def __post_init__(self) -> None:
         for name in ("max_rounds", "max_question_chars"):
@@ -106,6 +112,7 @@ class SearChainSettings:
         if not isinstance(self.task, str):
             raise ValueError(f"task must be a string, got {self.task!r}")
         object.__setattr__(self, "task", normalize_task(self.task))
+        check_layout(self.demonstrations)
 
 
 @dataclass(kw_only=True)
@@ -152,6 +159,14 @@ class SearChainContext:
     max_question_chars: int | None = field(
         default=None,
         metadata={"description": "Questions longer than this are refused with a clear error."},
+    )
+
+    demonstrations: str | None = field(
+        default=None,
+        metadata={
+            "description": "Where the prompts' worked examples go: 'instruction' (the paper's layout) or "
+            "'turns' (earlier turns of the chat)."
+        },
     )
 
     def resolve(self, defaults: SearChainSettings) -> SearChainSettings:

@@ -14,7 +14,7 @@ it carry the same.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
@@ -81,6 +81,23 @@ def reader_settings(
     return SearChainSettings(confidence_threshold=theta, verify_yes_no=verify_yes_no, **fields), source
 
 
+def duplicate_rule(rule: QueryMatcher | str | None) -> QueryMatcher:
+    """``DuplicateQuery`` from a matcher, or a built-in rule's name (``"text"``, ``"meaning"``).
+
+    Raises:
+        ValueError: ``rule`` is a string that names no rule.
+    """
+    if rule is None or rule == "text":
+        return normalized_duplicate
+    if rule == "meaning":
+        from searchain_graph.ir.query_similarity import shared_semantic_duplicate
+
+        return shared_semantic_duplicate()
+    if isinstance(rule, str) or not callable(rule):
+        raise ValueError(f"is_duplicate must be a callable, 'text' or 'meaning', got {rule!r}")
+    return rule
+
+
 DEFAULT_RETRY_POLICY = RetryPolicy(
     max_attempts=3, initial_interval=0.25, backoff_factor=2.0, max_interval=8.0, retry_on=is_transient
 )
@@ -103,7 +120,8 @@ def create_searchain_graph(
     verification: bool = True,
     completion: bool = True,
     verify_yes_no: bool | None = None,
-    is_duplicate: QueryMatcher | None = None,
+    is_duplicate: QueryMatcher | Literal["text", "meaning"] | None = None,
+    demonstrations: str = "instruction",
     max_question_chars: int = 2000,
     retry_policy: RetryPolicy | None = DEFAULT_RETRY_POLICY,
     step_timeout: float | None = None,
@@ -142,8 +160,14 @@ def create_searchain_graph(
         verify_yes_no: Whether verification also checks yes/no answers. ``None`` (default): the
             reader's ``answers_yes_no`` (False for the shipped readers, whose *g* is words of the
             passage and never a yes or no; True for readers that do not say).
-        is_duplicate: ``DuplicateQuery`` of Algorithm 1, ``(query, processed) -> bool``; by default
-            a query is a duplicate when it equals a processed one after normalisation.
+        is_duplicate: ``DuplicateQuery`` of Algorithm 1, ``(query, processed) -> bool``, or a
+            built-in rule by name: ``"text"`` (the default) takes a query for a duplicate when it
+            equals a processed one after normalisation; ``"meaning"`` when it means the same
+            (:class:`~searchain_graph.ir.query_similarity.SemanticDuplicate`: all-MiniLM-L6-v2,
+            cosine >= 0.85, calibrated on MuSiQue; needs the encoder's PyPI data package).
+        demonstrations: Where the prompts' worked examples go: ``"instruction"`` (the paper's
+            layout: inside the one user message) or ``"turns"`` (the same words as earlier turns
+            of the chat, which a small model copies less; see ``docs/method.md``).
         max_question_chars: Longer questions raise :class:`InvalidQuestionError`.
         retry_policy: Retry policy for the nodes that call the LLM, retriever or reader
             (:data:`DEFAULT_RETRY_POLICY`: transient errors retried twice with backoff; None: no
@@ -189,6 +213,7 @@ def create_searchain_graph(
         verification=verification,
         completion=completion,
         max_question_chars=max_question_chars,
+        demonstrations=demonstrations,
     )
     confidence_threshold = defaults.confidence_threshold
     logger.info("SearChain θ = %g (%s)", confidence_threshold, source)
@@ -201,7 +226,7 @@ def create_searchain_graph(
             raise TypeError(f"context must be a SearChainContext, got {type(ctx).__name__}")
         return ctx.resolve(defaults)
 
-    steps = SearChainSteps(is_duplicate or normalized_duplicate)
+    steps = SearChainSteps(duplicate_rule(is_duplicate))
     driver = StepDriver(
         "searchain",
         llm,

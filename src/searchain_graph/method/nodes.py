@@ -28,13 +28,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableLambda
 from langgraph.types import Command
 
 from searchain_graph.ir.readers.base import ReaderOutput, usable_confidence
-from searchain_graph.method.calls import message_text, to_messages, trace_config
+from searchain_graph.method.calls import to_messages, trace_config
 from searchain_graph.method.context import SearChainSettings
+from searchain_graph.method.layouts import coq_turns, tracing_turns
 from searchain_graph.method.limits import bounded_output
 from searchain_graph.method.parsing import (
     ParsedChain,
@@ -46,10 +47,8 @@ from searchain_graph.method.parsing import (
 )
 from searchain_graph.method.prompts import (
     COMPLETION_PROMPT,
-    COQ_PROMPTS,
     CORRECTION_PROMPT,
     TRACING_PAIR,
-    TRACING_PROMPT,
 )
 from searchain_graph.method.question import task_question
 from searchain_graph.method.state import (
@@ -113,9 +112,11 @@ class SearChainSteps:
         """Round 1: the CoQ prompt for the question; later rounds: the conversation after feedback."""
         rnd = state["rounds"]
         if rnd == 1:
-            prompt = COQ_PROMPTS[settings.task].format(question=task_question(state["question"], settings.task))
-            sent: list[BaseMessage] = [HumanMessage(prompt)]
+            asked = task_question(state["question"], settings.task)
+            opening = [{"role": r, "content": t} for r, t in coq_turns(settings.task, asked, settings.demonstrations)]
+            sent: list[BaseMessage] = to_messages(opening)
         else:
+            opening = []
             sent = to_messages(state.get("messages") or [])
         raw = yield Generate.prompt(sent)
         parsed = parse_chain(raw)
@@ -132,7 +133,7 @@ class SearChainSteps:
             "checks": [],
         }
         said = {"role": "assistant", "content": str(raw)}
-        messages = [{"role": "user", "content": message_text(sent[0])}, said] if rnd == 1 else [said]
+        messages = [*opening, said]
         return {"messages": messages, "tree": [branch], "chain": nodes.nodes, "warnings": warnings}
 
     # -- Traverse(CoQ), IR(q_i, a_i) --------------------------------------------------------------
@@ -275,8 +276,9 @@ class SearChainSteps:
         reply: str | None = None
         if path:
             pairs = "\n".join(TRACING_PAIR.format(index=r["index"], query=r["query"], answer=r["answer"]) for r in path)
-            prompt = TRACING_PROMPT.format(question=task_question(state["question"], settings.task), pairs=pairs)
-            reply = yield Generate.prompt(prompt)
+            asked = task_question(state["question"], settings.task)
+            turns = tracing_turns(asked, pairs, settings.demonstrations)
+            reply = yield Generate.prompt(to_messages([{"role": r, "content": t} for r, t in turns]))
         return _final_content(state, settings.task, reply)
 
 

@@ -229,6 +229,19 @@ def answer_contains(answer: str | None, span: str) -> bool:
     return f" {needle} " in f" {hay} "
 
 
+def copied_names(text: str | None, question: str, names: Sequence[str]) -> list[str]:
+    """The ``names`` (a demonstration's entities) that ``text`` says, for a question not about them.
+
+    A question that names any of ``names`` is about the demonstration's subjects, and nothing is
+    copied. Matching is token-aligned on normalised text (:func:`answer_contains`): "Toronto Coach
+    Terminal" answering a question about buses in Columbus copies the demonstration; answering one
+    about buses in Toronto, it does not.
+    """
+    if not text or any(answer_contains(question, n) for n in names):
+        return []
+    return [n for n in names if answer_contains(text, n)]
+
+
 def extract_final_answer(final_content: str | None, task: str = "multihop") -> str | None:
     """Pull the short answer out of a ``[Final Content]`` text.
 

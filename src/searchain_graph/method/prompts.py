@@ -233,15 +233,16 @@ QUESTION_SUFFIXES: dict[str, str] = {
 """Answer-format hints that Figures 9 and 10 attach to the question."""
 
 # --- Figure 8: HotpotQA, MuSiQue, 2WikiMultiHopQA, zsRE and T-REx *without* IR ("SearChain w/o IR").
-COQ_PROMPT_NO_IR = (
-    """Construct a global reasoning chain for this complex question [Question]:"{question}" \
+_NO_IR_INSTRUCTION = """Construct a global reasoning chain for this complex question [Question]:"{question}" \
 and answer the question, and generate a query to the search engine based on what you already know at \
 each step of the reasoning chain, starting with [Query].
 You should generate the answer for each [Query], starting with [Answer].
 You should generate the final answer for the [Question] by referring the [Query]-[Answer] pairs, \
 starting with [Final Content].
 For example:
-[Question]: "How many places of higher learning are in the city where the Yongle emperor greeted the person to whom the edict was addressed?"
+"""
+
+_NO_IR_EXAMPLES = """[Question]: "How many places of higher learning are in the city where the Yongle emperor greeted the person to whom the edict was addressed?"
 [Query 1]: Who was the edict addressed to?
 [Answer 1]: the Karmapa
 [Query 2]: Where did the Yongle Emperor greet the Karmapa?
@@ -259,8 +260,8 @@ There are 75 places of higher learning are in Nanjing [3]. So the final answer i
 [Final Content]: Arthur's Magazine started in 1844 [1]. First for Women started in 1989 [2]. \
 So Arthur's Magazine was started first. So the final answer is Arthur's Magazine.
 """
-    + _QUESTION_CUE
-)
+
+COQ_PROMPT_NO_IR = _NO_IR_INSTRUCTION + _NO_IR_EXAMPLES + _QUESTION_CUE
 """Figure 8: the CoQ prompt for the setting without information retrieval."""
 
 # --- Section 3.3, Verification: "According to the Reference, the answer for q_i should be g, you can
@@ -305,3 +306,48 @@ TRACING_PROMPT = TRACING_INSTRUCTION + "\nFor example:\n" + TRACING_EXAMPLE + '\
 
 TRACING_PAIR = "[Query {index}]: {query}\n[Answer {index}]: {answer}"
 """One ``[Query n]``/``[Answer n]`` pair of the tracing prompt."""
+
+
+# --- The parts of each prompt, for the layouts of :mod:`searchain_graph.method.layouts`.
+COQ_PARTS: dict[str, tuple[str, str]] = {
+    "multihop": (_COQ_INSTRUCTION, _MULTIHOP_EXAMPLES),
+    "slot_filling": (_COQ_INSTRUCTION, _MULTIHOP_EXAMPLES),
+    "yesno": (_COQ_INSTRUCTION, _YESNO_EXAMPLES),
+    "fact": (_FACT_INSTRUCTION, _FACT_EXAMPLES),
+    "longform": (_COQ_INSTRUCTION, _LONGFORM_EXAMPLES),
+}
+
+"""The instruction and the demonstrations of each CoQ prompt (with IR), by task family."""
+
+NO_IR_PARTS: tuple[str, str] = (_NO_IR_INSTRUCTION, _NO_IR_EXAMPLES)
+"""The instruction and the demonstrations of Figure 8 (without IR)."""
+
+QUESTION_CUE = _QUESTION_CUE
+"""The authors' code ends every CoQ prompt by restating the question (``question=``)."""
+
+
+# --- The names the demonstrations answer with, to tell a copied answer (issue 36).
+COQ_DEMONSTRATION_NAMES: tuple[str, ...] = (
+    "Spirit If",
+    "Kevin Drew",
+    "Toronto",
+    "Greyhound",
+    "Toronto Coach Terminal",
+    "Arthur's Magazine",
+    "First for Women",
+    "1844",
+    "1989",
+)
+"""The entities of Figure 11's demonstrations (and the tracing example's): a chain for a question
+that names none of them, yet answers with one, copied it."""
+
+NO_IR_DEMONSTRATION_NAMES: tuple[str, ...] = (
+    "Yongle",
+    "Karmapa",
+    "Nanjing",
+    "Arthur's Magazine",
+    "First for Women",
+    "1844",
+    "1989",
+)
+"""The entities of Figure 8's demonstrations (SearChain w/o IR)."""

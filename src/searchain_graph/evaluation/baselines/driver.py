@@ -38,6 +38,7 @@ from searchain_graph.evaluation.baselines.common import MethodOutput, MethodStat
 from searchain_graph.ir.readers.base import Reader
 from searchain_graph.method.context import normalize_task
 from searchain_graph.method.driver import StepDriver
+from searchain_graph.method.layouts import check_layout
 from searchain_graph.method.limits import bounded_output
 from searchain_graph.method.question import task_question
 from searchain_graph.method.state import InputState
@@ -72,11 +73,15 @@ class BaselineSettings:
     """The task family, normalised (``strategyqa`` -> ``yesno``): demonstrations and answer format."""
     max_question_chars: int = 2000
     """Longer questions raise :class:`~searchain_graph.method.question.InvalidQuestionError`."""
+    demonstrations: str = "instruction"
+    """Where a prompt's worked examples go (SearChain w/o IR reads it): see
+    :data:`~searchain_graph.method.prompts.DEMONSTRATION_LAYOUTS`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_question_chars, int) or self.max_question_chars < 1:
             raise ValueError(f"max_question_chars must be >= 1, got {self.max_question_chars!r}")
         object.__setattr__(self, "task", normalize_task(self.task))
+        check_layout(self.demonstrations)
 
     def question(self, question: str) -> str:
         """``question`` as the prompts ask it for the task (the ``yesno``/``fact`` suffix)."""

@@ -33,8 +33,9 @@ from searchain_graph.evaluation.baselines.prompts import (
     DIRECT_EXAMPLE,
     DIRECT_PROMPT,
 )
+from searchain_graph.method.calls import to_messages
+from searchain_graph.method.layouts import no_ir_turns
 from searchain_graph.method.parsing import extract_final_answer, parse_chain
-from searchain_graph.method.prompts import COQ_PROMPT_NO_IR
 from searchain_graph.method.steps import Generate, StepBody
 
 __all__ = ["create_cot_graph", "create_direct_graph", "create_searchain_no_ir_graph"]
@@ -117,6 +118,7 @@ def create_searchain_no_ir_graph(
     llm: BaseChatModel,
     *,
     task: str = "multihop",
+    demonstrations: str = "instruction",
     max_question_chars: int = 2000,
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
@@ -133,6 +135,8 @@ def create_searchain_no_ir_graph(
         llm: Any LangChain chat model.
         task: The task family; selects the answer normalisation (Figure 8 is one prompt for all,
             with the ``yesno``/``fact`` question suffix of Figures 9-10).
+        demonstrations: Where the prompt's worked examples go, as for SearChain:
+            ``"instruction"`` (the paper's layout) or ``"turns"`` (earlier turns of the chat).
         max_question_chars: Longer questions raise :class:`InvalidQuestionError`.
         retry_policy: Retry policy for the node that calls the LLM.
         checkpointer: Passed to ``compile``; the state is msgpack-serialisable.
@@ -141,11 +145,12 @@ def create_searchain_no_ir_graph(
     Returns:
         A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` (``rounds`` = 1).
     """
-    settings = BaselineSettings(task, max_question_chars)
+    settings = BaselineSettings(task, max_question_chars, demonstrations)
     driver = baseline_driver(name, llm, settings)
 
     def body(state: MethodState, settings: BaselineSettings) -> StepBody:
-        text = yield Generate.prompt(COQ_PROMPT_NO_IR.format(question=settings.question(state["question"])))
+        turns = no_ir_turns(settings.question(state["question"]), settings.demonstrations)
+        text = yield Generate.prompt(to_messages([{"role": r, "content": t} for r, t in turns]))
         parsed = parse_chain(text)
         warnings = [f"round 1: {w}" for w in parsed.warnings]
         content = parsed.final_content or " ".join(text.split())

@@ -1,0 +1,139 @@
+"""The report's comparisons of methods: paired differences, IR's changes, demonstration copying.
+
+Each function renders one section of :func:`~searchain_graph.evaluation.report.render_report` from
+evaluation records (one per question and method):
+
+* :func:`paired_section`: SearChain minus every other method on the questions both answered, in
+  cover-EM points, with a 95% bootstrap interval and McNemar's exact p
+  (:mod:`~searchain_graph.evaluation.significance`);
+* :func:`changes_section`: on the questions where IR changed the final path (S_IR), whether the
+  change helped, misled or did nothing, against SearChain w/o IR on the same question;
+* :func:`copying_section`: answers and chains that name an entity of the method's demonstrations
+  (its record's ``demonstration_names``) for a question not about it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from searchain_graph.evaluation.methods import METHODS
+from searchain_graph.evaluation.significance import paired_difference
+from searchain_graph.method.parsing import copied_names
+
+__all__ = ["chain_text", "changes_section", "copying_section", "correct", "intervened", "paired_section"]
+
+
+def correct(record: dict[str, Any]) -> bool:
+    """The record's answer is right by cover-EM (an errored record is wrong)."""
+    return bool(record.get("metrics", {}).get("cover_em", 0.0) >= 1.0)
+
+
+def intervened(record: dict[str, Any]) -> bool:
+    """IR corrected or completed a node on this SearChain answer's final path."""
+    return any(source in ("corrected", "completed") for source in record.get("sources", []))
+
+
+def paired_section(records: Sequence[dict[str, Any]], datasets: Sequence[str], methods: Sequence[str]) -> list[str]:
+    """SearChain minus each other method, per dataset, on the questions both answered."""
+    outcome = {(r["dataset"], r["method"], r["qid"]): correct(r) for r in records}
+    rows = []
+    for dataset in datasets:
+        for other in methods:
+            if other == "searchain":
+                continue
+            qids = sorted(
+                q for d, m, q in outcome if d == dataset and m == "searchain" and (dataset, other, q) in outcome
+            )
+            if not qids:
+                continue
+            diff = paired_difference(
+                [outcome[(dataset, "searchain", q)] for q in qids], [outcome[(dataset, other, q)] for q in qids]
+            )
+            verdict = "SearChain ahead" if diff.low > 0 else "SearChain behind" if diff.high < 0 else "within noise"
+            rows.append(
+                f"| {dataset} | {other} | {diff.questions} | {diff.difference:+.1f} | "
+                f"[{diff.low:+.1f}, {diff.high:+.1f}] | {diff.a_only} / {diff.b_only} | {diff.p_value:.3g} | "
+                f"{verdict} |"
+            )
+    if not rows:
+        return []
+    return [
+        "",
+        "## Paired differences: SearChain minus each method (cover-EM points, same questions)",
+        "",
+        "95% bootstrap interval over questions (10,000 resamples); McNemar's exact p on the discordant pairs "
+        "(SearChain right and the other wrong / the reverse). Only an interval that excludes 0 supports a claim.",
+        "",
+        "| dataset | against | questions | difference | 95% interval | discordant | McNemar p | reading |",
+        "|---|---|---:|---:|---|---:|---:|---|",
+        *rows,
+    ]
+
+
+def changes_section(
+    searchain: Sequence[dict[str, Any]], no_ir: dict[tuple[str, str], dict[str, Any]], datasets: Sequence[str]
+) -> list[str]:
+    """On S_IR, whether IR's change of the final path helped, misled or did nothing to the answer."""
+    rows = []
+    for dataset in datasets:
+        pairs = [
+            (r, no_ir[(dataset, r["qid"])])
+            for r in searchain
+            if r["dataset"] == dataset and intervened(r) and (dataset, r["qid"]) in no_ir
+        ]
+        if not pairs:
+            continue
+        helps = sum(1 for r, n in pairs if correct(r) and not correct(n))
+        misleads = sum(1 for r, n in pairs if not correct(r) and correct(n))
+        neutral = len(pairs) - helps - misleads
+        nodes = sum(1 for r, _ in pairs for s in r.get("sources", []) if s in ("corrected", "completed"))
+        rows.append(
+            f"| {dataset} | {len(pairs)} | {nodes} | {helps} ({100 * helps / len(pairs):.1f}%) | "
+            f"{misleads} ({100 * misleads / len(pairs):.1f}%) | {neutral} ({100 * neutral / len(pairs):.1f}%) |"
+        )
+    if not rows:
+        return []
+    return [
+        "",
+        "## IR's changes: helps, misleads, neutral (questions of S_IR against SearChain w/o IR)",
+        "",
+        "| dataset | S_IR | nodes IR changed | helps | misleads | neutral |",
+        "|---|---:|---:|---:|---:|---:|",
+        *rows,
+    ]
+
+
+def chain_text(record: dict[str, Any]) -> str:
+    """Every chain the LLM wrote for a record: each round's reply, else its final content."""
+    tree = (record.get("tree") or {}).get("tree") or []
+    raws = [str(b.get("raw") or "") for b in tree if b.get("raw")]
+    return "\n".join(raws) if raws else str(record.get("final_content") or "")
+
+
+def copying_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -> list[str]:
+    """Answers and chains naming a demonstration's entity for a question not about it."""
+    rows = []
+    for method in methods:
+        spec = METHODS.get(method)
+        names = spec.demonstration_names if spec else ()
+        rs = [r for r in records if r["method"] == method]
+        if not names or not rs:
+            continue
+        answers = [r for r in rs if copied_names(r.get("prediction"), str(r.get("question") or ""), names)]
+        chains = [r for r in rs if copied_names(chain_text(r), str(r.get("question") or ""), names)]
+        seen = sorted({n for r in chains for n in copied_names(chain_text(r), str(r.get("question") or ""), names)})
+        rows.append(
+            f"| {method} | {len(rs)} | {len(answers)} ({100 * len(answers) / len(rs):.1f}%) | "
+            f"{len(chains)} ({100 * len(chains) / len(rs):.1f}%) | {', '.join(seen) or '–'} |"
+        )
+    if not rows:
+        return []
+    return [
+        "",
+        "## Demonstration copying (an entity of the prompt's worked examples, for a question not about it)",
+        "",
+        "| method | answers | answer copies | chain copies | names copied |",
+        "|---|---:|---:|---:|---|",
+        *rows,
+    ]

@@ -1,0 +1,120 @@
+"""Where a prompt's worked examples go: inside the instruction (the paper's layout), or as chat turns.
+
+The paper's prompts (:mod:`searchain_graph.method.prompts`) put their demonstrations inside the one
+user message, after ``For example:``. A small model (Qwen2.5-Coder-1.5B, issue 36) then copies the
+demonstration's answer into unrelated questions. The ``"turns"`` layout keeps the paper's words but
+makes each demonstration a finished exchange: a user turn (the instruction, asking the
+demonstration's question) and an assistant turn (its chain), before the instruction for the
+question itself. Every function returns chat turns, ``(role, text)`` pairs; the paper's layout is
+one user turn, byte-identical to the paper's prompt.
+"""
+
+from __future__ import annotations
+
+import re
+
+from searchain_graph.method.prompts import (
+    COQ_PARTS,
+    COQ_PROMPT_NO_IR,
+    COQ_PROMPTS,
+    NO_IR_PARTS,
+    QUESTION_CUE,
+    TRACING_EXAMPLE,
+    TRACING_INSTRUCTION,
+    TRACING_PROMPT,
+)
+
+__all__ = [
+    "DEMONSTRATION_LAYOUTS",
+    "Turn",
+    "check_layout",
+    "coq_turns",
+    "demonstrations",
+    "no_ir_turns",
+    "tracing_turns",
+]
+
+DEMONSTRATION_LAYOUTS: tuple[str, ...] = ("instruction", "turns")
+"""How a prompt carries its worked examples.
+
+* ``"instruction"``: the paper's layout. One user message holds the instruction, ``For example:``,
+  the demonstrations and the question.
+* ``"turns"``: the same words as earlier turns of the chat. Each demonstration is a user turn (the
+  instruction, for the demonstration's question) and an assistant turn (its chain); then the
+  instruction for the question itself. A small model that copies a demonstration's answer into an
+  unrelated question is less likely to when the demonstration is a finished exchange.
+"""
+
+Turn = tuple[str, str]
+"""One chat turn: ``("user" | "assistant", text)``."""
+
+
+def demonstrations(examples: str) -> list[tuple[str, str]]:
+    """The worked examples of a prompt: ``(question, chain)`` each, in the prompt's order.
+
+    ``examples`` is a block of demonstrations separated by blank lines, each starting with its
+    ``[Question]: "..."`` line.
+    """
+    out = []
+    for block in examples.strip().split("\n\n"):
+        first, _, chain = block.partition("\n")
+        match = re.fullmatch(r'\[Question\]: "(.*)"', first.strip())
+        if match is None:
+            raise ValueError(f"a demonstration must start with its [Question] line, got {first[:80]!r}")
+        out.append((match.group(1), chain.strip()))
+    return out
+
+
+def _as_turns(instruction: str, examples: str, question: str) -> list[Turn]:
+    """The ``"turns"`` layout of ``instruction`` + ``examples`` + the question cue."""
+    ask = instruction.removesuffix("For example:\n")
+    turns: list[Turn] = []
+    for demo_question, chain in demonstrations(examples):
+        turns.append(("user", ask.format(question=demo_question) + QUESTION_CUE.format(question=demo_question)))
+        turns.append(("assistant", chain))
+    turns.append(("user", ask.format(question=question) + QUESTION_CUE.format(question=question)))
+    return turns
+
+
+def check_layout(layout: str) -> str:
+    """``layout`` if it is one of :data:`DEMONSTRATION_LAYOUTS`.
+
+    Raises:
+        ValueError: it is not; the message names the layouts.
+    """
+    if layout not in DEMONSTRATION_LAYOUTS:
+        raise ValueError(f"demonstrations must be one of {', '.join(DEMONSTRATION_LAYOUTS)}, got {layout!r}")
+    return layout
+
+
+def coq_turns(task: str, question: str, layout: str = "instruction") -> list[Turn]:
+    """The first-round CoQ prompt (with IR) for ``question``, as chat turns in ``layout``.
+
+    Args:
+        task: A task family of :data:`COQ_PROMPTS`.
+        question: The question as the prompt asks it (with the task's suffix).
+        layout: One of :data:`DEMONSTRATION_LAYOUTS`.
+    """
+    if check_layout(layout) == "instruction":
+        return [("user", COQ_PROMPTS[task].format(question=question))]
+    return _as_turns(*COQ_PARTS[task], question)
+
+
+def no_ir_turns(question: str, layout: str = "instruction") -> list[Turn]:
+    """Figure 8's prompt (SearChain w/o IR) for ``question``, as chat turns in ``layout``."""
+    if check_layout(layout) == "instruction":
+        return [("user", COQ_PROMPT_NO_IR.format(question=question))]
+    return _as_turns(*NO_IR_PARTS, question)
+
+
+def tracing_turns(question: str, pairs: str, layout: str = "instruction") -> list[Turn]:
+    """The tracing prompt for ``question`` over the rendered ``pairs``, as chat turns in ``layout``."""
+    if check_layout(layout) == "instruction":
+        return [("user", TRACING_PROMPT.format(question=question, pairs=pairs))]
+    ((demo_question, chain),) = demonstrations(TRACING_EXAMPLE)
+    demo_pairs, _, final = chain.partition("[Final Content]")
+    return [
+        ("user", TRACING_INSTRUCTION + QUESTION_CUE.format(question=demo_question) + demo_pairs.strip()),
+        ("assistant", "[Final Content]" + final),
+        ("user", TRACING_INSTRUCTION + QUESTION_CUE.format(question=question) + pairs),
+    ]

@@ -1,0 +1,157 @@
+"""Where the prompts' demonstrations go (issue 36): the paper's layout, or earlier chat turns.
+
+The 1.5B copied the demonstration's answer ("Toronto Coach Terminal") into unrelated questions.
+``demonstrations="turns"`` puts the same words into earlier turns of the chat; the paper's layout
+stays the default and byte-identical to the prompts before the option existed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from searchain_graph import SearChainContext, create_searchain_graph
+from searchain_graph.evaluation.baselines import create_searchain_no_ir_graph
+from searchain_graph.evaluation.harness import read_records, run_evaluation
+from searchain_graph.evaluation.methods import METHODS
+from searchain_graph.method.context import SearChainSettings
+from searchain_graph.method.graph import duplicate_rule
+from searchain_graph.method.layouts import coq_turns, demonstrations, no_ir_turns, tracing_turns
+from searchain_graph.method.parsing import copied_names
+from searchain_graph.method.prompts import (
+    COQ_DEMONSTRATION_NAMES,
+    COQ_PROMPT_NO_IR,
+    COQ_PROMPTS,
+    TRACING_PROMPT,
+)
+from searchain_graph.method.verdict import normalized_duplicate
+from tests.fakes import CHAIN_FIXED, QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tracing_reply
+from tests.unit_tests.test_evaluation import example
+
+ASKED = "Who wrote The Hobbit?"
+
+
+@pytest.mark.parametrize("task", sorted(COQ_PROMPTS))
+def test_the_papers_layout_is_the_one_prompt_as_before(task: str) -> None:
+    assert coq_turns(task, ASKED) == [("user", COQ_PROMPTS[task].format(question=ASKED))]
+    assert no_ir_turns(ASKED) == [("user", COQ_PROMPT_NO_IR.format(question=ASKED))]
+    assert tracing_turns(ASKED, "P") == [("user", TRACING_PROMPT.format(question=ASKED, pairs="P"))]
+
+
+@pytest.mark.parametrize("task", sorted(COQ_PROMPTS))
+def test_turns_keep_every_demonstration_word_and_end_with_the_question(task: str) -> None:
+    turns = coq_turns(task, ASKED, "turns")
+    roles = [r for r, _ in turns]
+    assert roles == ["user", "assistant"] * ((len(turns) - 1) // 2) + ["user"]
+    one = COQ_PROMPTS[task].format(question=ASKED)
+    # Every line of the demonstrations is in the turns, and no "For example:" is left.
+    for line in one.split("For example:\n", 1)[1].splitlines():
+        assert any(line.strip() in text for _, text in turns), line
+    assert not any("For example:" in text for _, text in turns)
+    assert turns[-1][1].startswith(one.split('"', 1)[0]) and turns[-1][1].endswith(f'[Question]: "{ASKED}"\n')
+    # Each demonstration is a user turn asking its question and an assistant turn with its chain.
+    examples = one.split("For example:\n", 1)[1].rsplit("\n[Question]", 1)[0]
+    for (_, ask), (_, said), (question, chain) in zip(turns[0::2], turns[1::2], demonstrations(examples), strict=False):
+        assert f'"{question}"' in ask
+        assert said == chain
+
+
+def test_tracing_turns_put_the_worked_example_in_an_assistant_turn() -> None:
+    turns = tracing_turns(ASKED, "[Query 1]: q\n[Answer 1]: a", "turns")
+    assert [r for r, _ in turns] == ["user", "assistant", "user"]
+    assert turns[1][1].startswith("[Final Content]:") and "Toronto Coach Terminal" in turns[1][1]
+    assert "Toronto" not in turns[2][1] and turns[2][1].endswith("[Answer 1]: a")
+
+
+def test_a_layout_that_does_not_exist_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="demonstrations must be one of instruction, turns, got 'chat'"):
+        coq_turns("multihop", ASKED, "chat")
+    with pytest.raises(ValueError, match="demonstrations must be one of"):
+        SearChainSettings(demonstrations="chat")
+    with pytest.raises(ValueError, match="must start with its \\[Question\\] line"):
+        demonstrations("[Query 1]: q")
+
+
+def _recorder() -> RuleChatModel:
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        return tracing_reply(messages) or CHAIN_FIXED
+
+    return RuleChatModel(respond=respond)
+
+
+def test_the_graph_sends_demonstrations_as_turns_and_keeps_them_in_the_conversation() -> None:
+    llm = _recorder()
+    graph = create_searchain_graph(llm, retriever(), ScriptedReader(TREE_READS), demonstrations="turns")
+    out = graph.invoke({"question": QUESTION})
+    first = llm.calls[0]
+    assert [type(m) for m in first] == [HumanMessage, AIMessage, HumanMessage, AIMessage, HumanMessage]
+    assert "Toronto Coach Terminal" in first[1].text and QUESTION in first[-1].text
+    tracing = llm.calls[-1]
+    assert [type(m) for m in tracing] == [HumanMessage, AIMessage, HumanMessage]
+    assert out["answer"]
+    # Per run, the context switches the layout back to the paper's.
+    llm.calls.clear()
+    graph.invoke({"question": QUESTION}, context=SearChainContext(demonstrations="instruction"))
+    assert len(llm.calls[0]) == 1
+
+
+def test_searchain_without_ir_takes_the_layout_too() -> None:
+    llm = RuleChatModel(respond=lambda messages: CHAIN_FIXED)
+    create_searchain_no_ir_graph(llm, demonstrations="turns").invoke({"question": ASKED})
+    assert len(llm.calls[0]) == 5 and "Karmapa" in llm.calls[0][1].text
+    with pytest.raises(ValueError, match="demonstrations must be one of"):
+        create_searchain_no_ir_graph(llm, demonstrations="both")
+
+
+def test_duplicate_rules_by_name() -> None:
+    assert duplicate_rule(None) is normalized_duplicate
+    assert duplicate_rule("text") is normalized_duplicate
+    assert duplicate_rule(duplicate_rule("meaning")) is duplicate_rule("meaning")  # one shared encoder
+    with pytest.raises(ValueError, match="is_duplicate must be a callable, 'text' or 'meaning', got 'words'"):
+        duplicate_rule("words")
+
+
+@pytest.mark.parametrize(
+    ("text", "question", "copied"),
+    [
+        ("Toronto Coach Terminal", "Where do buses in Columbus leave from?", ["Toronto", "Toronto Coach Terminal"]),
+        ("Toronto Coach Terminal", "Where do buses in Toronto leave from?", []),
+        ("The Torontonian", "Who founded it?", []),  # token-aligned: no partial words
+        ("Kevin Drew [1]", "Who sang it?", ["Kevin Drew"]),
+        (None, "Who sang it?", []),
+    ],
+)
+def test_copied_names(text: str | None, question: str, copied: list[str]) -> None:
+    assert copied_names(text, question, COQ_DEMONSTRATION_NAMES) == copied
+
+
+def _llm() -> RuleChatModel:
+    return RuleChatModel(respond=lambda messages: tracing_reply(messages) or CHAIN_FIXED)
+
+
+def test_eval_options_reach_the_methods_that_take_them_and_are_recorded(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    kwargs = {"llm": _llm(), "retriever": retriever(), "reader": ScriptedReader(TREE_READS), "out_path": out}
+    options = {"demonstrations": "turns", "is_duplicate": "text"}
+    summary = run_evaluation([example()], ["searchain", "searchain_no_ir", "cot"], options=options, **kwargs)
+    assert summary.errors == 0
+    by_method = {r["method"]: r for r in read_records(out)}
+    assert by_method["searchain"]["options"] == options
+    assert by_method["searchain_no_ir"]["options"] == {"demonstrations": "turns"}
+    assert "options" not in by_method["cot"]
+    # Resuming the same file with other options would mix two settings under one name.
+    with pytest.raises(ValueError, match="holds searchain records made with options"):
+        run_evaluation([example()], ["searchain"], options={"demonstrations": "instruction"}, **kwargs)
+    # The same options resume (nothing left to run).
+    assert run_evaluation([example()], ["searchain"], options=options, **kwargs).ran == 0
+
+
+def test_a_method_refuses_an_option_it_does_not_take() -> None:
+    with pytest.raises(TypeError, match="method 'cot' takes no option demonstrations"):
+        METHODS["cot"](_llm(), retriever(), ScriptedReader(TREE_READS), "multihop", demonstrations="turns")
+    assert METHODS["searchain"].options_of({"demonstrations": None, "is_duplicate": "meaning", "x": 1}) == {
+        "is_duplicate": "meaning"
+    }

@@ -1,0 +1,89 @@
+"""Paired differences: the bootstrap interval, McNemar's exact test, and the report's sections."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from searchain_graph.evaluation.comparisons import chain_text
+from searchain_graph.evaluation.report import render_report
+from searchain_graph.evaluation.significance import mcnemar_exact, paired_difference
+
+
+def test_a_clear_difference_excludes_zero_and_a_tie_does_not() -> None:
+    clear = paired_difference([True] * 30 + [False] * 70, [True] * 10 + [False] * 90)
+    assert clear.questions == 100 and clear.a_only == 20 and clear.b_only == 0
+    assert clear.difference == pytest.approx(20.0)
+    assert 0 < clear.low < 20 < clear.high and clear.excludes_zero
+    assert clear.p_value < 1e-5
+    tie = paired_difference([True, False] * 20, [False, True] * 20)
+    assert tie.difference == pytest.approx(0.0) and tie.low < 0 < tie.high and not tie.excludes_zero
+    assert tie.p_value == pytest.approx(1.0)
+
+
+def test_the_interval_is_reproducible_and_reads_the_pairs() -> None:
+    a = [True, True, False, True, False, False, True, False, True, True]
+    b = [False, True, False, False, False, True, True, False, False, True]
+    assert paired_difference(a, b) == paired_difference(a, b)
+    # The same outcomes unpaired differently give another discordance, hence another interval.
+    assert paired_difference(a, b).a_only == 3 and paired_difference(a, b).b_only == 1
+
+
+def test_mcnemar_exact_against_hand_counts() -> None:
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(10, 0) == pytest.approx(2 / 1024)
+    assert mcnemar_exact(3, 1) == pytest.approx(2 * 5 / 16)
+    assert 0 < mcnemar_exact(2000, 1900) < 1  # large counts: exact integer arithmetic, no overflow
+
+
+def test_bad_pairs_are_refused() -> None:
+    with pytest.raises(ValueError, match="one entry per question each, got 2 and 1"):
+        paired_difference([True, False], [True])
+    with pytest.raises(ValueError, match="no questions"):
+        paired_difference([], [])
+
+
+def _record(qid: str, method: str, right: bool, **extra: Any) -> dict[str, Any]:
+    return {
+        "qid": qid,
+        "dataset": "hotpotqa",
+        "method": method,
+        "question": f"Where do buses in town {qid} leave from?",
+        "answers": ["x"],
+        "prediction": extra.pop("prediction", "x" if right else "y"),
+        "final_content": extra.pop("final_content", ""),
+        "metrics": {"cover_em": float(right), "em": float(right), "f1": float(right)},
+        "usage": {},
+        "rounds": 1,
+        "seconds": 1.0,
+        "sources": extra.pop("sources", []),
+        "cited": 1,
+        **extra,
+    }
+
+
+def test_the_report_gives_paired_differences_changes_and_copies() -> None:
+    records = []
+    for i in range(40):
+        records.append(_record(f"q{i}", "searchain", i < 20, sources=["corrected"] if i < 10 else ["llm"]))
+        records.append(_record(f"q{i}", "searchain_no_ir", i < 5 or 30 <= i < 32))
+        records.append(_record(f"q{i}", "cot", i % 2 == 0))
+    records.append(_record("q99", "searchain_no_ir", False, prediction="Toronto Coach Terminal"))
+    text = render_report(records)
+    assert "## Paired differences" in text
+    row = next(line for line in text.splitlines() if line.startswith("| hotpotqa | searchain_no_ir | 40 |"))
+    assert "+32.5" in row and "| 15 / 2 |" in row and "SearChain ahead" in row
+    cot = next(line for line in text.splitlines() if line.startswith("| hotpotqa | cot | 40 |"))
+    assert "within noise" in cot
+    # IR changed the path on q0..q9: SearChain right on all, w/o IR right on q0..q4: 5 helps, 5 neutral.
+    assert "| hotpotqa | 10 | 10 | 5 (50.0%) | 0 (0.0%) | 5 (50.0%) |" in text
+    copies = next(line for line in text.splitlines() if line.startswith("| searchain_no_ir | 41 |"))
+    assert "| 0 (0.0%) |" in copies  # Figure 8's demonstrations name no Toronto ...
+    assert "answers citing no passage: 0 of 40" in text
+
+
+def test_chain_text_reads_every_round() -> None:
+    tree = {"tree": [{"round": 1, "raw": "[Query 1]: a"}, {"round": 1, "checks": []}, {"round": 2, "raw": "b"}]}
+    assert chain_text({"tree": tree}) == "[Query 1]: a\nb"
+    assert chain_text({"tree": None, "final_content": "c"}) == "c"
