@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from searchain_graph import SearChainContext, create_searchain_graph
+from searchain_graph import BM25Retriever, ReaderOutput, SearChainContext, create_searchain_graph
 from searchain_graph.evaluation.baselines import create_searchain_no_ir_graph
 from searchain_graph.evaluation.harness import read_records, run_evaluation
 from searchain_graph.evaluation.methods import METHODS
@@ -155,3 +157,64 @@ def test_a_method_refuses_an_option_it_does_not_take() -> None:
     assert METHODS["searchain"].options_of({"demonstrations": None, "is_duplicate": "meaning", "x": 1}) == {
         "is_duplicate": "meaning"
     }
+
+
+COLUMBUS = "Where do intercity buses in the capital of Ohio leave from?"
+COLUMBUS_PASSAGES = [
+    Document(page_content="Columbus is the capital of Ohio.", metadata={"id": "c1", "title": "Columbus, Ohio"}),
+    Document(
+        page_content="Intercity buses in Columbus leave from the Columbus Bus Station on Town Street.",
+        metadata={"id": "c2", "title": "Columbus Bus Station"},
+    ),
+]
+COPIED_CHAIN = """[Query 1]: What is the capital of Ohio?
+[Answer 1]: Columbus.
+[Query 2]: Where do intercity buses in Columbus leave from?
+[Answer 2]: Toronto Coach Terminal.
+[Final Content]: The capital of Ohio is Columbus [1]. Buses leave from Toronto Coach Terminal [2]."""
+EXAMPLE_COPY = (
+    "[Final Content]: The performer of Spirit If... is Kevin Drew [1]. Kevin Drew was born in Toronto [2]. "
+    "Greyhound buses in Toronto leave from Toronto Coach Terminal [3]. So the final answer is Toronto Coach Terminal."
+)
+
+
+def _columbus(tracing: str | None) -> dict[str, Any]:
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        if tracing is not None and messages[-1].text.startswith("You can try to generate the final answer"):
+            return tracing
+        return tracing_reply(messages) or COPIED_CHAIN
+
+    reads = {"capital": ReaderOutput("Columbus", 0.5), "buses": ReaderOutput("Columbus Bus Station", 0.5)}
+    graph = create_searchain_graph(
+        RuleChatModel(respond=respond),
+        BM25Retriever.from_documents(COLUMBUS_PASSAGES, k=1),
+        ScriptedReader(reads),
+        max_rounds=2,
+    )
+    out: dict[str, Any] = graph.invoke({"question": COLUMBUS})
+    return out
+
+
+def test_a_node_answering_with_the_demonstrations_entity_is_completed_by_ir() -> None:
+    out = _columbus(None)
+    node = out["tree"][0]["nodes"][1]
+    assert node["unsolved"] is True
+    assert any("names the worked example's Toronto, Toronto Coach Terminal" in w for w in out["warnings"])
+    assert out["tree"][0]["checks"][1]["action"] == "completion"
+    assert out["answer"] == "Columbus Bus Station"
+
+
+def test_a_traced_answer_copying_the_worked_example_is_composed_from_the_path() -> None:
+    out = _columbus(EXAMPLE_COPY)
+    assert "Toronto" not in out["final_content"] and out["answer"] == "Columbus Bus Station"
+    assert any("the tracing output repeats the worked example" in w for w in out["warnings"])
+    assert "[1]" in out["final_content"]
+
+
+def test_a_question_about_the_demonstrations_subjects_is_not_a_copy() -> None:
+    from searchain_graph.method.nodes import settle_nodes
+
+    asked = "Where do buses in Toronto leave from?"
+    nodes: list[Any] = [{"index": 1, "query": asked, "answer": "Toronto Coach Terminal", "unsolved": False}]
+    settled = settle_nodes(nodes, asked, truncated=False, names=COQ_DEMONSTRATION_NAMES)
+    assert settled.nodes[0]["unsolved"] is False and not settled.warnings

@@ -87,3 +87,15 @@ def test_chain_text_reads_every_round() -> None:
     tree = {"tree": [{"round": 1, "raw": "[Query 1]: a"}, {"round": 1, "checks": []}, {"round": 2, "raw": "b"}]}
     assert chain_text({"tree": tree}) == "[Query 1]: a\nb"
     assert chain_text({"tree": None, "final_content": "c"}) == "c"
+
+
+def test_the_report_counts_each_chain_repair() -> None:
+    warned = [
+        "round 1: node 2's answer 'X is X.' only restates its query or says it is unknown; treated as unsolved",
+        "round 2: node 1's answer 'unknown' only restates its query or says it is unknown; treated as unsolved",
+        "round 1: the chain asks 'q' again (node 3, first asked as node 1): a loop; the chain ends at node 2",
+    ]
+    records = [_record("q1", "searchain", True, warnings=warned), _record("q2", "searchain", False, warnings=[])]
+    text = render_report(records)
+    assert "| searchain | 2 | 1 (1) | 0 (0) | 1 (2) | 0 (0) | 0 (0) | 0 (0) | 0 (0) |" in text
+    assert "Chain repairs" not in render_report([_record("q1", "cot", True, warnings=[])])

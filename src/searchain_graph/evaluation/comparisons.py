@@ -9,7 +9,10 @@ evaluation records (one per question and method):
 * :func:`changes_section`: on the questions where IR changed the final path (S_IR), whether the
   change helped, misled or did nothing, against SearChain w/o IR on the same question;
 * :func:`copying_section`: answers and chains that name an entity of the method's demonstrations
-  (its record's ``demonstration_names``) for a question not about it.
+  (its record's ``demonstration_names``) for a question not about it;
+* :func:`repairs_section`: how often each repair of a chain fired (the warnings the graph
+  records: a loop ended, a cut node dropped, an answer that restates its query, no node at all,
+  a pending feedback at ``max_rounds``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,27 @@ from searchain_graph.evaluation.methods import METHODS
 from searchain_graph.evaluation.significance import paired_difference
 from searchain_graph.method.parsing import copied_names
 
-__all__ = ["chain_text", "changes_section", "copying_section", "correct", "intervened", "paired_section"]
+__all__ = [
+    "REPAIRS",
+    "chain_text",
+    "changes_section",
+    "copying_section",
+    "correct",
+    "intervened",
+    "paired_section",
+    "repairs_section",
+]
+
+REPAIRS: dict[str, str] = {
+    "loop ended": "a loop; the chain ends at node",
+    "cut node dropped": "cut by the token budget; its last node",
+    "restated answer -> unsolved": "only restates its query or says it is unknown",
+    "no node: question completed": "the question itself is completed by IR",
+    "copied node -> unsolved": "names the worked example's",
+    "copied tracing -> composed": "the tracing output repeats the worked example",
+    "stopped at max_rounds": "stopped at max_rounds=",
+}
+"""Each repair of a chain, and the words of the warning the graph records when it fires."""
 
 
 def correct(record: dict[str, Any]) -> bool:
@@ -135,5 +158,30 @@ def copying_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -
         "",
         "| method | answers | answer copies | chain copies | names copied |",
         "|---|---:|---:|---:|---|",
+        *rows,
+    ]
+
+
+def repairs_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -> list[str]:
+    """Per method with chain repairs, the questions on which each fired and how many times in all."""
+    rows = []
+    for method in methods:
+        rs = [r for r in records if r["method"] == method]
+        counts = {
+            kind: [sum(1 for w in r.get("warnings") or [] if words in str(w)) for r in rs]
+            for kind, words in REPAIRS.items()
+        }
+        if not rs or not any(any(c) for c in counts.values()):
+            continue
+        cells = [f"{sum(1 for c in counts[k] if c)} ({sum(counts[k])})" for k in REPAIRS]
+        rows.append(f"| {method} | {len(rs)} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return [
+        "",
+        "## Chain repairs: questions on which each fired (times in all)",
+        "",
+        "| method | questions | " + " | ".join(REPAIRS) + " |",
+        "|---|---:|" + "---:|" * len(REPAIRS),
         *rows,
     ]

@@ -24,7 +24,9 @@ tables follow the paper (Xu et al., WWW 2024):
 * **IR's changes**: on the questions where IR changed the final path (S_IR), whether the change
   helped (SearChain right, SearChain w/o IR wrong), misled (the reverse) or was neutral;
 * **Demonstration copying**: answers and chains that name an entity of the prompt's worked
-  examples for a question not about it (the method's ``demonstration_names``).
+  examples for a question not about it (the method's ``demonstration_names``);
+* **Chain repairs**: how often each repair of a chain fired (a loop ended, a cut node dropped, a
+  restated answer taken as unsolved, ...).
 
 The paper's figures for a method (Tables 1, 4 and 5) come from its record in
 :data:`~searchain_graph.evaluation.methods.METHODS`; those for a dataset and for SearChain alone
@@ -42,7 +44,14 @@ from pathlib import Path
 from typing import Any
 
 from searchain_graph._files import remove_stale_temporaries, write_aside, written_aside
-from searchain_graph.evaluation.comparisons import changes_section, copying_section, correct, intervened, paired_section
+from searchain_graph.evaluation.comparisons import (
+    changes_section,
+    copying_section,
+    correct,
+    intervened,
+    paired_section,
+    repairs_section,
+)
 from searchain_graph.evaluation.methods import METHODS
 
 PAPER_TABLE2 = {
@@ -263,6 +272,7 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
     lines += paired_section(records, datasets, methods)
     lines += changes_section(searchain, no_ir, datasets)
     lines += copying_section(records, methods)
+    lines += repairs_section(records, methods)
     lines += _tree_section(searchain_trees(records))
     errors = [r for r in records if r.get("error")]
     if errors:

@@ -40,6 +40,7 @@ from searchain_graph.method.limits import bounded_output
 from searchain_graph.method.parsing import (
     ParsedChain,
     citations,
+    copied_names,
     drop_invalid_citations,
     extract_final_answer,
     parse_chain,
@@ -48,6 +49,8 @@ from searchain_graph.method.parsing import (
 from searchain_graph.method.prompts import (
     COMPLETION_PROMPT,
     CORRECTION_PROMPT,
+    DEMONSTRATION_NAMES,
+    TRACING_DEMONSTRATION_NAMES,
     TRACING_PAIR,
 )
 from searchain_graph.method.question import task_question
@@ -121,7 +124,12 @@ class SearChainSteps:
         raw = yield Generate.prompt(sent)
         parsed = parse_chain(raw)
         warnings = [f"round {rnd}: {w}" for w in parsed.warnings]
-        nodes = settle_nodes(parsed.nodes, state["question"], truncated=raw.truncated and not parsed.final_content)
+        nodes = settle_nodes(
+            parsed.nodes,
+            state["question"],
+            truncated=raw.truncated and not parsed.final_content,
+            names=DEMONSTRATION_NAMES.get(settings.task, ()),
+        )
         warnings += [f"round {rnd}: {w}" for w in nodes.warnings]
         fb = state.get("feedback") if rnd > 1 else None
         branch: Branch = {
@@ -332,7 +340,15 @@ def _final_content(state: SearChainState, task: str, reply: str | None) -> dict[
         content, bad = drop_invalid_citations(content, len(path))
         if bad:
             update["warnings"].append(f"tracing cited passages that do not exist: {sorted(set(bad))}; removed")
-        if not citations(content):
+        on_path = " ".join(f"{r['query']} {r['answer']} {passage_text_of(r)}" for r in path)
+        copied = copied_names(content, f"{state['question']} {on_path}", TRACING_DEMONSTRATION_NAMES)
+        if copied:
+            content = compose_from_path(path, next((r["answer"] for r in reversed(path) if r["answer"]), ""))
+            update["warnings"].append(
+                f"the tracing output repeats the worked example ({', '.join(copied)}), which neither the question "
+                "nor the path names; the final content was composed from the path"
+            )
+        elif not citations(content):
             content = compose_from_path(path, best_answer(content))
             update["warnings"].append(
                 "the tracing output cited no passage; the final content was composed from the path"
@@ -351,7 +367,15 @@ def compose_from_path(path: Sequence[Reference], answer: str) -> str:
     return " ".join(steps) + (f" So the final answer is {answer.strip().rstrip('.')}." if answer else "")
 
 
-def settle_nodes(nodes: list[ChainNode], question: str, *, truncated: bool) -> ParsedChain:
+def passage_text_of(reference: Reference) -> str:
+    """The text of a path entry's passage (empty when it has none)."""
+    doc = reference.get("document")
+    if not doc:
+        return ""
+    return f"{(doc.get('metadata') or {}).get('title') or ''} {doc.get('page_content') or ''}"
+
+
+def settle_nodes(nodes: list[ChainNode], question: str, *, truncated: bool, names: Sequence[str] = ()) -> ParsedChain:
     """The nodes IR checks, from the parsed chain, with a warning for each change.
 
     * A reply cut by the token budget (``truncated``, with no final content) may end in a
@@ -359,6 +383,9 @@ def settle_nodes(nodes: list[ChainNode], question: str, *, truncated: bool) -> P
     * A node whose answer only restates its query, or says it is unknown
       (:func:`~searchain_graph.method.parsing.restates_query`), answers nothing: it is marked
       unsolved, so that IR completes it.
+    * A node whose answer names an entity of the prompt's demonstrations (``names``) that neither
+      the question nor the node's query names copied the worked example ("Toronto Coach
+      Terminal" for a bus station in Ohio): it is marked unsolved, so that IR completes it.
     * A chain with no node left has the question itself as its one unsolved node, so that IR
       completes the question rather than the run answering with nothing (or a marker).
     """
@@ -372,6 +399,12 @@ def settle_nodes(nodes: list[ChainNode], question: str, *, truncated: bool) -> P
             out.warnings.append(
                 f"node {node['index']}'s answer {str(node['answer'])[:80]!r} only restates its query or says it is "
                 "unknown; treated as unsolved"
+            )
+        elif not node["unsolved"] and (copied := copied_names(node["answer"], f"{question} {node['query']}", names)):
+            node["unsolved"] = True
+            out.warnings.append(
+                f"node {node['index']}'s answer {str(node['answer'])[:80]!r} names the worked example's "
+                f"{', '.join(copied)}, which the question does not; treated as unsolved"
             )
     if not out.nodes:
         out.nodes = [{"index": 1, "query": question, "answer": None, "unsolved": True}]

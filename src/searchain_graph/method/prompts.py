@@ -335,11 +335,10 @@ COQ_DEMONSTRATION_NAMES: tuple[str, ...] = (
     "Toronto Coach Terminal",
     "Arthur's Magazine",
     "First for Women",
-    "1844",
-    "1989",
 )
 """The entities of Figure 11's demonstrations (and the tracing example's): a chain for a question
-that names none of them, yet answers with one, copied it."""
+that names none of them, yet answers with one, copied it. The years (1844, 1989) are left out:
+a year is a common answer of its own."""
 
 NO_IR_DEMONSTRATION_NAMES: tuple[str, ...] = (
     "Yongle",
@@ -347,7 +346,15 @@ NO_IR_DEMONSTRATION_NAMES: tuple[str, ...] = (
     "Nanjing",
     "Arthur's Magazine",
     "First for Women",
-    "1844",
-    "1989",
 )
-"""The entities of Figure 8's demonstrations (SearChain w/o IR)."""
+"""The entities of Figure 8's demonstrations (SearChain w/o IR), years and counts left out."""
+
+DEMONSTRATION_NAMES: dict[str, tuple[str, ...]] = {
+    "multihop": COQ_DEMONSTRATION_NAMES,
+    "slot_filling": COQ_DEMONSTRATION_NAMES,
+}
+"""The demonstration entities of each task's CoQ prompt, where they are names an answer could copy
+(the yes/no, fact and long-form demonstrations answer with words any answer may use)."""
+
+TRACING_DEMONSTRATION_NAMES: tuple[str, ...] = COQ_DEMONSTRATION_NAMES
+"""The entities of the tracing prompt's worked example (Figure 1/3's chain), for every task."""
