@@ -84,8 +84,14 @@ def test_the_report_gives_paired_differences_changes_and_copies() -> None:
 
 
 def test_chain_text_reads_every_round() -> None:
-    tree = {"tree": [{"round": 1, "raw": "[Query 1]: a"}, {"round": 1, "checks": []}, {"round": 2, "raw": "b"}]}
-    assert chain_text({"tree": tree}) == "[Query 1]: a\nb"
+    tree = {
+        "tree": [
+            {"round": 1, "nodes": [{"query": "q", "answer": "a"}], "final_content": "f"},
+            {"round": 1, "checks": []},
+            {"round": 2, "nodes": [{"query": "q", "answer": None}], "final_content": None},
+        ]
+    }
+    assert chain_text({"tree": tree, "final_content": "traced"}) == "a\nf"
     assert chain_text({"tree": None, "final_content": "c"}) == "c"
 
 

@@ -128,10 +128,17 @@ def changes_section(
 
 
 def chain_text(record: dict[str, Any]) -> str:
-    """Every chain the LLM wrote for a record: each round's reply, else its final content."""
-    tree = (record.get("tree") or {}).get("tree") or []
-    raws = [str(b.get("raw") or "") for b in tree if b.get("raw")]
-    return "\n".join(raws) if raws else str(record.get("final_content") or "")
+    """Every chain the LLM wrote for a record: each round's answers and final content, else its final content.
+
+    A SearChain record's tree keeps each round's nodes and ``[Final Content]`` (the traced answer
+    is not part of a chain); a record without a tree (SearChain w/o IR) is its one reply.
+    """
+    branches = [b for b in (record.get("tree") or {}).get("tree") or [] if "nodes" in b]
+    if not branches:
+        return str(record.get("final_content") or "")
+    said = [str(n.get("answer") or "") for b in branches for n in b.get("nodes") or []]
+    said += [str(b.get("final_content") or "") for b in branches]
+    return "\n".join(s for s in said if s)
 
 
 def copying_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -> list[str]:
