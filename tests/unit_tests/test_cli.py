@@ -180,3 +180,40 @@ def test_load_stack_passes_the_options_when_the_model_is_built(tiny_llm_dir: Pat
     args.corpus = None
     with pytest.raises(ValueError, match="pass --index DIR or --corpus FILE"):
         load_stack(args)
+
+
+def test_the_method_options_reach_ask_serve_and_eval(
+    tiny_llm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from searchain_graph.cli import commands
+    from searchain_graph.cli.main import _build_parser
+    from searchain_graph.evaluation.harness import read_records
+    from searchain_graph.method import graph as graph_module
+
+    built: list[dict[str, Any]] = []
+    real = graph_module.create_searchain_graph
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        built.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(graph_module, "create_searchain_graph", spy)
+    model = ["--model", str(tiny_llm_dir), "--max-new-tokens", "4"]
+    for command in ("ask", "serve"):
+        words = [command, *([QUESTION] if command == "ask" else []), "--corpus", DEMO, *model]
+        args = _build_parser().parse_args([*words, "--demonstrations", "turns", "--duplicates", "text"])
+        commands.build_graph(args, lambda _: None)
+        assert (built[-1]["demonstrations"], built[-1]["is_duplicate"]) == ("turns", "text")
+    commands.build_graph(_build_parser().parse_args(["serve", "--corpus", DEMO, *model]), lambda _: None)
+    assert (built[-1]["demonstrations"], built[-1]["is_duplicate"]) == ("instruction", None)
+    with pytest.raises(SystemExit):
+        _build_parser().parse_args(["ask", QUESTION, "--demonstrations", "inline"])
+    data = tmp_path / "hotpot.jsonl"
+    row = {"question_id": "h1", "question_text": QUESTION, "answers_objects": [{"spans": ["Toronto"]}]}
+    row["contexts"] = [{"title": "Toronto", "paragraph_text": "Toronto Coach Terminal is in Toronto."}]
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    out = tmp_path / "r.jsonl"
+    evaluate = ["eval", "--dataset", "hotpotqa", "--data", str(data), "--methods", "searchain_no_ir,direct", *model]
+    assert main([*evaluate, "--demonstrations", "turns", "--out", str(out), "--quiet"]) == 0
+    records = {r["method"]: r for r in read_records(out)}
+    assert records["searchain_no_ir"]["options"] == {"demonstrations": "turns"} and "options" not in records["direct"]

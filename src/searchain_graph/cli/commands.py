@@ -182,7 +182,8 @@ def build_graph(
 
     Args:
         args: ``--corpus`` or ``--index``, ``--model``, ``--llm-backend``, ``--reader``,
-            ``--threshold``, ``--max-rounds``, ``--max-new-tokens``, ``--llm-timeout`` and ``--task``.
+            ``--threshold``, ``--max-rounds``, ``--max-new-tokens``, ``--llm-timeout``, ``--task``,
+            ``--demonstrations`` and ``--duplicates``.
         say: Where the progress of loading goes.
         checkpointer: Passed to :func:`create_searchain_graph`.
         max_batch_size: Local models: calls decoded together.
@@ -198,6 +199,8 @@ def build_graph(
         max_rounds=args.max_rounds,
         confidence_threshold=args.threshold,
         task=task,
+        demonstrations=args.demonstrations or "instruction",
+        is_duplicate=args.duplicates,
         checkpointer=checkpointer,
     )
     about = (

