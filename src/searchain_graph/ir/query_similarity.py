@@ -16,6 +16,7 @@ calibrates the threshold on dev sub-questions and their paraphrases.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -26,10 +27,13 @@ from typing import Any
 from searchain_graph.llms.hub import from_pretrained
 
 __all__ = [
+    "ANY_KIND",
     "DEFAULT_ENCODER",
     "DEFAULT_SIMILARITY",
     "SemanticDuplicate",
+    "answer_kind",
     "packaged_encoder",
+    "same_kind",
     "shared_semantic_duplicate",
 ]
 
@@ -38,6 +42,57 @@ DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 
 DEFAULT_SIMILARITY = 0.85
 """The cosine at or above which two queries ask the same (see ``docs/method.md`` for its calibration)."""
+
+
+ANY_KIND = "any"
+"""The kind of a query whose question word does not say what it asks for ("What team ...")."""
+
+_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern))
+    for kind, pattern in (
+        (
+            "time",
+            r"^(in |on |during |from |since |until )?(when|what (year|date|day|month|time|century|decade|era)"
+            r"|which (year|date|day|month|century|decade))\b",
+        ),
+        (
+            "place",
+            r"^(in |at |from |to |near )?(where|what (city|country|state|town|place|location|county|region"
+            r"|province|continent|venue|stadium)|which (city|country|state|town|place|location|county|region|province"
+            r"|continent|venue|stadium))\b",
+        ),
+        ("person", r"^(who|whom|whose|which (person|actor|actress|singer|author|writer|director|player|artist))\b"),
+        ("quantity", r"^(how (many|much|long|old|tall|far|big|large|high|wide|deep)|what (number|percentage|age))\b"),
+        ("reason", r"^(why|how)\b"),
+        ("definition", r"^(what|who) (is|are|was|were) [^ ]+( [^ ]+){0,3}\??$"),
+        ("yes_no", r"^(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b"),
+    )
+)
+
+
+def answer_kind(query: str) -> str:
+    """The kind of answer ``query`` asks for, from its question word.
+
+    One of ``time``, ``place``, ``person``, ``quantity``, ``reason``, ``definition`` (a short "What
+    is X?"), ``yes_no``, else :data:`ANY_KIND`.
+    """
+    text = " ".join(re.sub(r"[^\w\s?'-]", " ", query.lower()).split())
+    for kind, pattern in _KINDS:
+        if pattern.search(text):
+            return kind
+    return ANY_KIND
+
+
+def same_kind(a: str, b: str) -> bool:
+    """Whether two queries can ask the same thing: the same kind of answer, or one of them open.
+
+    A definition ("What is X?") and a yes/no question are never open: they match only their own kind.
+    """
+    ka, kb = answer_kind(a), answer_kind(b)
+    if ka == kb:
+        return True
+    closed = {"definition", "yes_no"}
+    return (ka == ANY_KIND and kb not in closed) or (kb == ANY_KIND and ka not in closed)
 
 
 def packaged_encoder() -> Path | None:
@@ -58,19 +113,27 @@ class SemanticDuplicate:
             package's all-MiniLM-L6-v2, else :data:`DEFAULT_ENCODER`).
         threshold: The cosine at or above which two queries are the same query.
         cache_size: Embeddings kept, by query text (a run asks the same queries again each round).
+        kinds: Also require that both ask for the same kind of answer (:func:`same_kind`); False
+            decides by the cosine alone.
 
     Raises:
         ValueError: ``threshold`` is outside ``[-1, 1]``.
     """
 
     def __init__(
-        self, model: str | Path | None = None, *, threshold: float = DEFAULT_SIMILARITY, cache_size: int = 4096
+        self,
+        model: str | Path | None = None,
+        *,
+        threshold: float = DEFAULT_SIMILARITY,
+        cache_size: int = 4096,
+        kinds: bool = True,
     ) -> None:
         if not -1.0 <= float(threshold) <= 1.0:
             raise ValueError(f"threshold must lie in [-1, 1] (a cosine), got {threshold!r}")
         self.model_name = str(model or packaged_encoder() or DEFAULT_ENCODER)
         self.threshold = float(threshold)
         self.cache_size = cache_size
+        self.kinds = kinds
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
         self._model: Any = None
@@ -115,7 +178,9 @@ class SemanticDuplicate:
         return [float(x) for x in rows[1:] @ rows[0]]
 
     def __call__(self, query: str, processed: Sequence[str]) -> bool:
-        """Whether ``query`` asks what a processed query asked (cosine >= ``threshold``)."""
+        """Whether ``query`` asks what a processed query asked (cosine >= ``threshold``, same kind of answer)."""
+        if self.kinds:
+            processed = [p for p in processed if same_kind(query, p)]
         return any(s >= self.threshold for s in self.similarities(query, processed))
 
 

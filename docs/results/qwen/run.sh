@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Issue 36's evaluation runs with Qwen2.5-Coder-1.5B-Instruct (the offline default LLM), in the order
+# they are worth having. Every command resumes from the records already written (one per question and
+# method), so this script is run again, as often as needed, until every run is complete; stopping it
+# (Ctrl-C, SIGTERM, a killed machine) loses at most the pairs in flight.
+#
+#   bash docs/results/qwen/run.sh            # from the repository root, the package installed
+#
+# Nothing else should run beside it: the records' seconds are wall time on this machine.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+D=${SEARCHAIN_DATA:-../shared/data}
+OUT=docs/results/qwen
+# The configuration chosen on the dev questions (README.md here): demonstrations as chat turns,
+# DuplicateQuery by meaning; the bundled reader at its calibrated θ; BM25 over each dataset's paragraphs.
+COMMON=(--reader bundled --demonstrations turns --duplicates meaning --limit 100 --quiet)
+
+searchain eval --dataset hotpotqa --data "$D/hotpotqa/ircot_dev_subsampled.first200.jsonl" \
+  --methods searchain,searchain_no_ir,ircot,direct_retrieval,cot --out "$OUT/hotpotqa.jsonl" "${COMMON[@]}"
+searchain eval --dataset 2wikimultihopqa --data "$D/2wikimultihopqa/dev.sample100.jsonl" \
+  --methods searchain,searchain_no_ir,ircot,direct_retrieval,cot --out runs/qwen/2wikimultihopqa.jsonl \
+  --report "$OUT/2wikimultihopqa-report" "${COMMON[@]}"   # 2Wiki's records stay out of the repository
+searchain eval --dataset musique --data "$D/musique/musique_ans_dev.sample100.jsonl" \
+  --methods searchain,searchain_no_ir,ircot,direct_retrieval,cot --out "$OUT/musique.jsonl" "${COMMON[@]}"
+searchain eval --dataset strategyqa --data "$D/strategyqa/strategyqa.sample100.jsonl" \
+  --corpus "$D/strategyqa/wikipedia_paragraphs.jsonl" \
+  --methods searchain,searchain_no_ir,cot --out "$OUT/strategyqa.jsonl" "${COMMON[@]}"
+searchain eval --dataset hotpotqa --data "$D/hotpotqa/ircot_dev_subsampled.first200.jsonl" \
+  --methods self_ask,searchain_no_verification,searchain_no_completion --out "$OUT/hotpotqa.jsonl" "${COMMON[@]}"
+
+searchain report "$OUT"/hotpotqa.jsonl runs/qwen/2wikimultihopqa.jsonl "$OUT"/musique.jsonl "$OUT"/strategyqa.jsonl \
+  --out "$OUT/report" --title "SearChain with Qwen2.5-Coder-1.5B-Instruct: four datasets"
