@@ -13,7 +13,7 @@ node that needed checking is skipped). Dev data for both, from a dataset's gold 
   ("Where was X born?" / "When was X born?"), which a bi-encoder scores near 1.
 
 Each share is given for the cosine alone and with the answer-kind guard of
-:func:`~searchain_graph.ir.query_similarity.same_kind` (the default rule).
+:func:`~searchain_graph.ir.query_similarity.comparable` (the default rule).
 
 For each threshold it prints the share of duplicates recognised and of distinct pairs taken for
 duplicates, and chooses the lowest threshold that takes at most ``--max-false`` (1%) of the hard
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from searchain_graph.evaluation.datasets import load_dataset
     from searchain_graph.evaluation.oracle import build_oracle_nodes
-    from searchain_graph.ir.query_similarity import SemanticDuplicate, same_kind
+    from searchain_graph.ir.query_similarity import SemanticDuplicate, comparable
 
     nodes = build_oracle_nodes(load_dataset(args.dataset, args.data), wrong_fraction=0.0, unsolved_fraction=0.0)
     by_question: dict[str, list[str]] = {}
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     rule = SemanticDuplicate()
     sets = (("duplicates", duplicates), ("hard", hard), ("easy", easy), ("other", other))
     score = {name: [rule.similarities(a, [b])[0] for a, b in pairs] for name, pairs in sets}
-    kind = {name: [same_kind(a, b) for a, b in pairs] for name, pairs in sets}
+    kind = {name: [comparable(a, b) for a, b in pairs] for name, pairs in sets}
 
     def share(name: str, theta: float, guarded: bool = False) -> float:
         values = [v >= theta and (k or not guarded) for v, k in zip(score[name], kind[name], strict=True)]
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         f"greedy), {len(hard)} pairs of different steps of one question, {len(easy)} random pairs, "
         f"{len(other)} sub-questions against themselves with another question word (where/when/who swapped).",
         "",
-        "Each cell: cosine alone / cosine and the same kind of answer (`same_kind`, the default rule).",
+        "Each cell: cosine alone / cosine, the same kind of answer and the same numbers (`comparable`, the default rule).",
         "",
         "| threshold | paraphrases recognised | different steps as duplicates | random pairs as duplicates "
         "| other question word as duplicates |",

