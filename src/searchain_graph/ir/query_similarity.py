@@ -33,6 +33,7 @@ __all__ = [
     "SemanticDuplicate",
     "answer_kind",
     "comparable",
+    "names_in",
     "packaged_encoder",
     "same_kind",
     "shared_semantic_duplicate",
@@ -65,7 +66,7 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("person", r"^(who|whom|whose|which (person|actor|actress|singer|author|writer|director|player|artist))\b"),
         ("quantity", r"^(how (many|much|long|old|tall|far|big|large|high|wide|deep)|what (number|percentage|age))\b"),
         ("reason", r"^(why|how)\b"),
-        ("definition", r"^(what|who) (is|are|was|were) [^ ]+( [^ ]+){0,3}\??$"),
+        ("definition", r"^what (is|are|was|were) (?!.*\bof\b)(?!.*'s\b)[^ ]+( [^ ]+){0,2}\??$"),
         ("yes_no", r"^(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b"),
     )
 )
@@ -99,9 +100,32 @@ def same_kind(a: str, b: str) -> bool:
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
+_NAME = re.compile(r"(?<!^)(?<![.?!] )\b[A-Z][\w'-]*")
+
+
+_NOT_NAMES = frozenset(
+    "a an and as at by during for from in into of on or the to with what which who whom whose when where why how "
+    "is are was were do does did".split()
+)
+
+
+def names_in(query: str) -> set[str]:
+    """The capitalised words of ``query`` after its first word (no possessive "'s"): the names it asks about."""
+    found = (re.sub(r"['’]s$", "", m.group(0)).lower() for m in _NAME.finditer(query.strip()))
+    return {word for word in found if word not in _NOT_NAMES}
+
+
 def comparable(a: str, b: str) -> bool:
-    """Whether two queries may be one query: the same kind of answer (:func:`same_kind`) and the same numbers."""
-    return same_kind(a, b) and sorted(_NUMBER.findall(a)) == sorted(_NUMBER.findall(b))
+    """Whether two queries may be one query.
+
+    They ask for the same kind of answer (:func:`same_kind`), name the same numbers, and the names
+    of one are all names of the other (a paraphrase may drop a name, "Who played Corliss Archer?",
+    but not swap one: "... of Ireland?" is not "... of India?").
+    """
+    if not same_kind(a, b) or sorted(_NUMBER.findall(a)) != sorted(_NUMBER.findall(b)):
+        return False
+    na, nb = names_in(a), names_in(b)
+    return na <= nb or nb <= na
 
 
 def packaged_encoder() -> Path | None:
@@ -122,8 +146,8 @@ class SemanticDuplicate:
             package's all-MiniLM-L6-v2, else :data:`DEFAULT_ENCODER`).
         threshold: The cosine at or above which two queries are the same query.
         cache_size: Embeddings kept, by query text (a run asks the same queries again each round).
-        guard: Also require that both ask for the same kind of answer and name the same numbers
-            (:func:`comparable`); False decides by the cosine alone.
+        guard: Also require that both ask for the same kind of answer, with the same numbers and
+            names (:func:`comparable`); False decides by the cosine alone.
 
     Raises:
         ValueError: ``threshold`` is outside ``[-1, 1]``.
