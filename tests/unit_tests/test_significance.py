@@ -105,3 +105,14 @@ def test_the_report_counts_each_chain_repair() -> None:
     text = render_report(records)
     assert "| searchain | 2 | 1 (1) | 0 (0) | 1 (2) | 0 (0) | 0 (0) | 0 (0) | 0 (0) |" in text
     assert "Chain repairs" not in render_report([_record("q1", "cot", True, warnings=[])])
+
+
+def test_a_lead_needs_the_interval_and_mcnemar_to_agree() -> None:
+    from searchain_graph.evaluation.comparisons import reading
+
+    few = paired_difference([True] * 4 + [False] * 11, [False] * 15)
+    assert few.excludes_zero and few.p_value > 0.05  # 4 against 0: the bootstrap alone would claim it
+    assert reading(few) == "within noise"
+    many = paired_difference([True] * 20 + [False] * 20, [False] * 40)
+    assert reading(many) == "SearChain ahead"
+    assert reading(paired_difference([False] * 40, [True] * 20 + [False] * 20)) == "SearChain behind"

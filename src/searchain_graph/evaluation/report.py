@@ -19,8 +19,8 @@ tables follow the paper (Xu et al., WWW 2024):
 * **SKC**: knowledge items cited per SearChain answer, and the share of answers citing none;
 * **Paired differences**: SearChain against every other method on the same questions, cover-EM
   points with a 95% bootstrap interval over questions and McNemar's exact p
-  (:mod:`~searchain_graph.evaluation.significance`); a difference whose interval holds 0 is
-  within noise at this sample;
+  (:mod:`~searchain_graph.evaluation.significance`); a lead needs the interval to exclude 0 and
+  p < 0.05, else the difference is within noise at this sample;
 * **IR's changes**: on the questions where IR changed the final path (S_IR), whether the change
   helped (SearChain right, SearChain w/o IR wrong), misled (the reverse) or was neutral;
 * **Demonstration copying**: answers and chains that name an entity of the prompt's worked
