@@ -218,3 +218,17 @@ def test_a_question_about_the_demonstrations_subjects_is_not_a_copy() -> None:
     nodes: list[Any] = [{"index": 1, "query": asked, "answer": "Toronto Coach Terminal", "unsolved": False}]
     settled = settle_nodes(nodes, asked, truncated=False, names=COQ_DEMONSTRATION_NAMES)
     assert settled.nodes[0]["unsolved"] is False and not settled.warnings
+
+
+def test_searchain_records_keep_the_gold_supporting_paragraphs(tmp_path: Path) -> None:
+    ex = example()
+    ex["paragraphs"] = [
+        {"title": "Kevin Drew", "text": "Kevin Drew was born in Toronto.", "is_supporting": True},
+        {"title": "Montreal", "text": "Montreal is in Quebec.", "is_supporting": False},
+    ]
+    out = tmp_path / "r.jsonl"
+    reader = ScriptedReader(TREE_READS)
+    run_evaluation([ex], ["searchain", "cot"], llm=_llm(), retriever=retriever(), reader=reader, out_path=out)
+    records = {r["method"]: r for r in read_records(out)}
+    assert records["searchain"]["supporting"] == [{"title": "Kevin Drew", "text": "Kevin Drew was born in Toronto."}]
+    assert "supporting" not in records["cot"]

@@ -116,3 +116,38 @@ def test_a_lead_needs_the_interval_and_mcnemar_to_agree() -> None:
     many = paired_difference([True] * 20 + [False] * 20, [False] * 40)
     assert reading(many) == "SearChain ahead"
     assert reading(paired_difference([False] * 40, [True] * 20 + [False] * 20)) == "SearChain behind"
+
+
+def _changed(source: str, title: str, said: str | None) -> dict[str, Any]:
+    query = "Who wrote Sexual Politics?"
+    record = _record("q1", "searchain", True, sources=[source])
+    text = "Kate Millett wrote Sexual Politics; she studied at Oxford."
+    record["supporting"] = [{"title": "Kate Millett", "text": text}]
+    record["tree"] = {
+        "tree": [{"round": 1, "nodes": [{"index": 1, "query": query, "answer": said}]}],
+        "references": [
+            {"query": query, "source": source, "round": 1, "document": {"metadata": {"title": title}}, "answer": "g"}
+        ],
+    }
+    return record
+
+
+@pytest.mark.parametrize(
+    ("source", "title", "said", "verdict"),
+    [
+        ("corrected", "Kate Millett", "Michael Walzer", "helps"),  # IR read a supporting paragraph
+        ("corrected", "Sexual Politics (film)", "Kate Millett", "misleads"),  # the LLM was right by the evidence
+        ("corrected", "Sexual Politics (film)", "Michael Walzer", "neutral"),
+        ("completed", "Sexual Politics (film)", None, "neutral"),
+        ("completed", "Kate Millett", None, "helps"),
+    ],
+)
+def test_each_changed_node_is_judged_by_the_gold_paragraphs(
+    source: str, title: str, said: str | None, verdict: str
+) -> None:
+    from searchain_graph.evaluation.comparisons import judge_change
+
+    record = _changed(source, title, said)
+    assert judge_change(record, record["tree"]["references"][0]) == verdict
+    cells = ["1 (100.0%)" if kind == verdict else "0 (0.0%)" for kind in ("helps", "misleads", "neutral")]
+    assert "| hotpotqa | 1 | " + " | ".join(cells) + " |" in render_report([record])

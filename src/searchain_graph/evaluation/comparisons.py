@@ -8,6 +8,8 @@ evaluation records (one per question and method):
   (:mod:`~searchain_graph.evaluation.significance`);
 * :func:`changes_section`: on the questions where IR changed the final path (S_IR), whether the
   change helped, misled or did nothing, against SearChain w/o IR on the same question;
+* :func:`node_changes_section`: each node IR changed on the final path, judged against the
+  question's gold supporting paragraphs (:func:`judge_change`);
 * :func:`copying_section`: answers and chains that name an entity of the method's demonstrations
   (its record's ``demonstration_names``) for a question not about it;
 * :func:`repairs_section`: how often each repair of a chain fired (the warnings the graph
@@ -22,7 +24,7 @@ from typing import Any
 
 from searchain_graph.evaluation.methods import METHODS
 from searchain_graph.evaluation.significance import PairedDifference, paired_difference
-from searchain_graph.method.parsing import copied_names
+from searchain_graph.method.parsing import answer_contains, copied_names
 
 __all__ = [
     "REPAIRS",
@@ -32,6 +34,8 @@ __all__ = [
     "copying_section",
     "correct",
     "intervened",
+    "judge_change",
+    "node_changes_section",
     "paired_section",
     "repairs_section",
 ]
@@ -136,6 +140,67 @@ def changes_section(
         "",
         "| dataset | S_IR | nodes IR changed | helps | misleads | neutral |",
         "|---|---:|---:|---:|---:|---:|",
+        *rows,
+    ]
+
+
+def judge_change(record: dict[str, Any], reference: dict[str, Any]) -> str:
+    """Whether IR's change of one node helped, misled or was neutral, by the gold supporting paragraphs.
+
+    * ``helps``: the passage IR took its answer from is a supporting paragraph of the question;
+    * ``misleads``: it is not, and the LLM's answer it replaced is in a supporting paragraph
+      (the LLM was right, by the data's own evidence);
+    * ``neutral``: neither (a completion from another paragraph; an LLM answer with no support).
+    """
+    gold = record.get("supporting") or []
+    title = ((reference.get("document") or {}).get("metadata") or {}).get("title")
+    if title is not None and any(g["title"] == title for g in gold):
+        return "helps"
+    said = None
+    if reference.get("source") == "corrected":
+        branches = (record.get("tree") or {}).get("tree") or []
+        said = next(
+            (
+                n.get("answer")
+                for b in branches
+                if b.get("round") == reference.get("round")
+                for n in b.get("nodes") or []
+                if n.get("query") == reference.get("query")
+            ),
+            None,
+        )
+    if said and any(answer_contains(g["text"], said) or answer_contains(said, g["title"]) for g in gold):
+        return "misleads"
+    return "neutral"
+
+
+def node_changes_section(records: Sequence[dict[str, Any]], datasets: Sequence[str]) -> list[str]:
+    """Per dataset, SearChain's changed nodes (records with gold paragraphs) as helps / misleads / neutral."""
+    rows = []
+    for dataset in datasets:
+        judged = [
+            judge_change(r, ref)
+            for r in records
+            if r["method"] == "searchain" and r["dataset"] == dataset and r.get("supporting")
+            for ref in (r.get("tree") or {}).get("references") or []
+            if ref.get("source") in ("corrected", "completed")
+        ]
+        if not judged:
+            continue
+        kinds = ("helps", "misleads", "neutral")
+        cells = [f"{judged.count(k)} ({100 * judged.count(k) / len(judged):.1f}%)" for k in kinds]
+        rows.append(f"| {dataset} | {len(judged)} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return [
+        "",
+        "## IR's changes, node by node (against the gold supporting paragraphs)",
+        "",
+        "helps: IR's passage is a supporting paragraph; misleads: it is not, and the LLM's replaced answer is in "
+        "one; neutral: neither.",
+        "",
+        "| dataset | nodes IR changed | helps | misleads | neutral |",
+        "|---|---:|---:|---:|---:|",
         *rows,
     ]
 

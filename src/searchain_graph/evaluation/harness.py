@@ -85,6 +85,10 @@ def make_record(
     if references:
         record["sources"] = [r.get("source") for r in references]
         record["cited"] = len(set(citations(record["final_content"])))
+        # The gold supporting paragraphs, so the report can judge each node IR changed.
+        gold = [{"title": p["title"], "text": p["text"]} for p in example.get("paragraphs") or [] if p["is_supporting"]]
+        if gold:
+            record["supporting"] = gold
     if out.get("tree"):  # SearChain's Tree-of-Reasoning, for the report's per-question pages
         record["tree"] = compact_run(out)
     return record

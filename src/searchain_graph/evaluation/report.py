@@ -22,7 +22,9 @@ tables follow the paper (Xu et al., WWW 2024):
   (:mod:`~searchain_graph.evaluation.significance`); a lead needs the interval to exclude 0 and
   p < 0.05, else the difference is within noise at this sample;
 * **IR's changes**: on the questions where IR changed the final path (S_IR), whether the change
-  helped (SearChain right, SearChain w/o IR wrong), misled (the reverse) or was neutral;
+  helped (SearChain right, SearChain w/o IR wrong), misled (the reverse) or was neutral; and node
+  by node, against the question's gold supporting paragraphs (records keep them as
+  ``supporting``);
 * **Demonstration copying**: answers and chains that name an entity of the prompt's worked
   examples for a question not about it (the method's ``demonstration_names``);
 * **Chain repairs**: how often each repair of a chain fired (a loop ended, a cut node dropped, a
@@ -49,6 +51,7 @@ from searchain_graph.evaluation.comparisons import (
     copying_section,
     correct,
     intervened,
+    node_changes_section,
     paired_section,
     repairs_section,
 )
@@ -271,6 +274,7 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
         ]
     lines += paired_section(records, datasets, methods)
     lines += changes_section(searchain, no_ir, datasets)
+    lines += node_changes_section(records, datasets)
     lines += copying_section(records, methods)
     lines += repairs_section(records, methods)
     lines += _tree_section(searchain_trees(records))
