@@ -38,6 +38,7 @@ __all__ = [
     "node_changes_section",
     "paired_section",
     "repairs_section",
+    "section",
 ]
 
 REPAIRS: dict[str, str] = {
@@ -50,6 +51,14 @@ REPAIRS: dict[str, str] = {
     "stopped at max_rounds": "stopped at max_rounds=",
 }
 """Each repair of a chain, and the words of the warning the graph records when it fires."""
+
+
+def section(title: str, rows: Sequence[str], *head: str) -> list[str]:
+    """A report section: a blank line, the ``##`` title, ``head`` (notes, a blank, the table's header), the rows.
+
+    No rows, no section.
+    """
+    return ["", title, "", *head, *rows] if rows else []
 
 
 def correct(record: dict[str, Any]) -> bool:
@@ -95,20 +104,16 @@ def paired_section(records: Sequence[dict[str, Any]], datasets: Sequence[str], m
                 f"[{diff.low:+.1f}, {diff.high:+.1f}] | {diff.a_only} / {diff.b_only} | {diff.p_value:.3g} | "
                 f"{verdict} |"
             )
-    if not rows:
-        return []
-    return [
-        "",
+    return section(
         "## Paired differences: SearChain minus each method (cover-EM points, same questions)",
-        "",
+        rows,
         "95% bootstrap interval over questions (10,000 resamples); McNemar's exact p on the discordant pairs "
         "(SearChain right and the other wrong / the reverse). A claim needs both: an interval that excludes 0 "
         "and p < 0.05 (with few discordant pairs the bootstrap interval alone is too narrow).",
         "",
         "| dataset | against | questions | difference | 95% interval | discordant | McNemar p | reading |",
         "|---|---|---:|---:|---|---:|---:|---|",
-        *rows,
-    ]
+    )
 
 
 def changes_section(
@@ -132,16 +137,12 @@ def changes_section(
             f"| {dataset} | {len(pairs)} | {nodes} | {helps} ({100 * helps / len(pairs):.1f}%) | "
             f"{misleads} ({100 * misleads / len(pairs):.1f}%) | {neutral} ({100 * neutral / len(pairs):.1f}%) |"
         )
-    if not rows:
-        return []
-    return [
-        "",
+    return section(
         "## IR's changes: helps, misleads, neutral (questions of S_IR against SearChain w/o IR)",
-        "",
+        rows,
         "| dataset | S_IR | nodes IR changed | helps | misleads | neutral |",
         "|---|---:|---:|---:|---:|---:|",
-        *rows,
-    ]
+    )
 
 
 def judge_change(record: dict[str, Any], reference: dict[str, Any]) -> str:
@@ -190,19 +191,15 @@ def node_changes_section(records: Sequence[dict[str, Any]], datasets: Sequence[s
         kinds = ("helps", "misleads", "neutral")
         cells = [f"{judged.count(k)} ({100 * judged.count(k) / len(judged):.1f}%)" for k in kinds]
         rows.append(f"| {dataset} | {len(judged)} | " + " | ".join(cells) + " |")
-    if not rows:
-        return []
-    return [
-        "",
+    return section(
         "## IR's changes, node by node (against the gold supporting paragraphs)",
-        "",
+        rows,
         "helps: IR's passage is a supporting paragraph; misleads: it is not, and the LLM's replaced answer is in "
         "one; neutral: neither.",
         "",
         "| dataset | nodes IR changed | helps | misleads | neutral |",
         "|---|---:|---:|---:|---:|",
-        *rows,
-    ]
+    )
 
 
 def chain_text(record: dict[str, Any]) -> str:
@@ -235,16 +232,12 @@ def copying_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -
             f"| {method} | {len(rs)} | {len(answers)} ({100 * len(answers) / len(rs):.1f}%) | "
             f"{len(chains)} ({100 * len(chains) / len(rs):.1f}%) | {', '.join(seen) or '–'} |"
         )
-    if not rows:
-        return []
-    return [
-        "",
+    return section(
         "## Demonstration copying (an entity of the prompt's worked examples, for a question not about it)",
-        "",
+        rows,
         "| method | answers | answer copies | chain copies | names copied |",
         "|---|---:|---:|---:|---|",
-        *rows,
-    ]
+    )
 
 
 def repairs_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -> list[str]:
@@ -260,13 +253,9 @@ def repairs_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -
             continue
         cells = [f"{sum(1 for c in counts[k] if c)} ({sum(counts[k])})" for k in REPAIRS]
         rows.append(f"| {method} | {len(rs)} | " + " | ".join(cells) + " |")
-    if not rows:
-        return []
-    return [
-        "",
+    return section(
         "## Chain repairs: questions on which each fired (times in all)",
-        "",
+        rows,
         "| method | questions | " + " | ".join(REPAIRS) + " |",
         "|---|---:|" + "---:|" * len(REPAIRS),
-        *rows,
-    ]
+    )
