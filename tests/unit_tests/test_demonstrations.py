@@ -147,6 +147,8 @@ def test_eval_options_reach_the_methods_that_take_them_and_are_recorded(tmp_path
     # Resuming the same file with other options would mix two settings under one name.
     with pytest.raises(ValueError, match="holds searchain records made with options"):
         run_evaluation([example()], ["searchain"], options={"demonstrations": "instruction"}, **kwargs)
+    with pytest.raises(TypeError, match="options must be strings, so that records name them; not: is_duplicate"):
+        run_evaluation([example()], ["searchain"], options={"is_duplicate": normalized_duplicate}, **kwargs)
     # The same options resume (nothing left to run).
     assert run_evaluation([example()], ["searchain"], options=options, **kwargs).ran == 0
 

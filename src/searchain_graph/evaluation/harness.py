@@ -188,9 +188,13 @@ def run_evaluation(
         A :class:`RunSummary`.
 
     Raises:
+        TypeError: an option's value is not a string.
         ValueError: ``out_path`` holds records of a method made with other options: a resumed run
             would mix two settings under one name (write to another file).
     """
+    odd = sorted(k for k, v in (options or {}).items() if v is not None and not isinstance(v, str))
+    if odd:
+        raise TypeError(f"evaluation options must be strings, so that records name them; not: {', '.join(odd)}")
     methods = parse_methods(methods)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -92,7 +92,7 @@ class SearChainSettings:
     demonstrations: str = "instruction"
     """Where the prompts' worked examples go: ``"instruction"`` (the paper's: inside the one user
     message) or ``"turns"`` (as earlier turns of the chat); see
-    :data:`~searchain_graph.method.prompts.DEMONSTRATION_LAYOUTS`."""
+    :data:`~searchain_graph.method.layouts.DEMONSTRATION_LAYOUTS`."""
 
     def __post_init__(self) -> None:
         for name in ("max_rounds", "max_question_chars"):
@@ -160,7 +160,6 @@ class SearChainContext:
         default=None,
         metadata={"description": "Questions longer than this are refused with a clear error."},
     )
-
     demonstrations: str | None = field(
         default=None,
         metadata={

@@ -32,6 +32,7 @@ __all__ = [
     "demonstrations",
     "no_ir_turns",
     "tracing_turns",
+    "turn_dicts",
 ]
 
 DEMONSTRATION_LAYOUTS: tuple[str, ...] = ("instruction", "turns")
@@ -47,6 +48,11 @@ DEMONSTRATION_LAYOUTS: tuple[str, ...] = ("instruction", "turns")
 
 Turn = tuple[str, str]
 """One chat turn: ``("user" | "assistant", text)``."""
+
+
+def turn_dicts(turns: list[Turn]) -> list[dict[str, str]]:
+    """Turns as the ``{"role", "content"}`` messages the graph's state keeps."""
+    return [{"role": role, "content": text} for role, text in turns]
 
 
 def demonstrations(examples: str) -> list[tuple[str, str]]:

@@ -32,10 +32,11 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableLambda
 from langgraph.types import Command
 
+from searchain_graph.ir.corpus import joined_text
 from searchain_graph.ir.readers.base import ReaderOutput, usable_confidence
 from searchain_graph.method.calls import to_messages, trace_config
 from searchain_graph.method.context import SearChainSettings
-from searchain_graph.method.layouts import coq_turns, tracing_turns
+from searchain_graph.method.layouts import coq_turns, tracing_turns, turn_dicts
 from searchain_graph.method.limits import bounded_output
 from searchain_graph.method.parsing import (
     ParsedChain,
@@ -116,7 +117,7 @@ class SearChainSteps:
         rnd = state["rounds"]
         if rnd == 1:
             asked = task_question(state["question"], settings.task)
-            opening = [{"role": r, "content": t} for r, t in coq_turns(settings.task, asked, settings.demonstrations)]
+            opening = turn_dicts(coq_turns(settings.task, asked, settings.demonstrations))
             sent: list[BaseMessage] = to_messages(opening)
         else:
             opening = []
@@ -286,7 +287,7 @@ class SearChainSteps:
             pairs = "\n".join(TRACING_PAIR.format(index=r["index"], query=r["query"], answer=r["answer"]) for r in path)
             asked = task_question(state["question"], settings.task)
             turns = tracing_turns(asked, pairs, settings.demonstrations)
-            reply = yield Generate.prompt(to_messages([{"role": r, "content": t} for r, t in turns]))
+            reply = yield Generate.prompt(to_messages(turn_dicts(turns)))
         return _final_content(state, settings.task, reply)
 
 
@@ -368,11 +369,9 @@ def compose_from_path(path: Sequence[Reference], answer: str) -> str:
 
 
 def passage_text_of(reference: Reference) -> str:
-    """The text of a path entry's passage (empty when it has none)."""
+    """The text of a path entry's passage, title first (empty when it has none)."""
     doc = reference.get("document")
-    if not doc:
-        return ""
-    return f"{(doc.get('metadata') or {}).get('title') or ''} {doc.get('page_content') or ''}"
+    return joined_text(doc["page_content"], doc.get("metadata") or {}) if doc else ""
 
 
 def settle_nodes(nodes: list[ChainNode], question: str, *, truncated: bool, names: Sequence[str] = ()) -> ParsedChain:

@@ -75,7 +75,7 @@ class BaselineSettings:
     """Longer questions raise :class:`~searchain_graph.method.question.InvalidQuestionError`."""
     demonstrations: str = "instruction"
     """Where a prompt's worked examples go (SearChain w/o IR reads it): see
-    :data:`~searchain_graph.method.prompts.DEMONSTRATION_LAYOUTS`."""
+    :data:`~searchain_graph.method.layouts.DEMONSTRATION_LAYOUTS`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_question_chars, int) or self.max_question_chars < 1:

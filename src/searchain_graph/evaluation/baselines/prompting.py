@@ -34,7 +34,7 @@ from searchain_graph.evaluation.baselines.prompts import (
     DIRECT_PROMPT,
 )
 from searchain_graph.method.calls import to_messages
-from searchain_graph.method.layouts import no_ir_turns
+from searchain_graph.method.layouts import no_ir_turns, turn_dicts
 from searchain_graph.method.parsing import extract_final_answer, parse_chain
 from searchain_graph.method.steps import Generate, StepBody
 
@@ -150,7 +150,7 @@ def create_searchain_no_ir_graph(
 
     def body(state: MethodState, settings: BaselineSettings) -> StepBody:
         turns = no_ir_turns(settings.question(state["question"]), settings.demonstrations)
-        text = yield Generate.prompt(to_messages([{"role": r, "content": t} for r, t in turns]))
+        text = yield Generate.prompt(to_messages(turn_dicts(turns)))
         parsed = parse_chain(text)
         warnings = [f"round 1: {w}" for w in parsed.warnings]
         content = parsed.final_content or " ".join(text.split())
