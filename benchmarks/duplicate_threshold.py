@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         f"greedy), {len(hard)} pairs of different steps of one question, {len(easy)} random pairs, "
         f"{len(other)} sub-questions against themselves with another question word (where/when/who swapped).",
         "",
-        "Each cell: cosine alone / cosine, the same kind of answer and the same numbers (`comparable`, the default rule).",
+        "Each cell: cosine alone / cosine with the same kind of answer, numbers and names "
+        "(`comparable`, the default rule).",
         "",
         "| threshold | paraphrases recognised | different steps as duplicates | random pairs as duplicates "
         "| other question word as duplicates |",
