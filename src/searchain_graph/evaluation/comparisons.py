@@ -27,6 +27,7 @@ from searchain_graph.evaluation.significance import PairedDifference, paired_dif
 from searchain_graph.method.parsing import answer_contains, copied_names
 
 __all__ = [
+    "IR_CHANGED",
     "REPAIRS",
     "reading",
     "chain_text",
@@ -39,6 +40,7 @@ __all__ = [
     "paired_section",
     "repairs_section",
     "section",
+    "share",
 ]
 
 REPAIRS: dict[str, str] = {
@@ -61,6 +63,15 @@ def section(title: str, rows: Sequence[str], *head: str) -> list[str]:
     return ["", title, "", *head, *rows] if rows else []
 
 
+IR_CHANGED = ("corrected", "completed")
+"""The sources of a path node that IR changed (``Reference.source``)."""
+
+
+def share(count: int, total: int) -> str:
+    """``count`` and its share of ``total``, as the report's cells write them: ``"4 (28.6%)"``."""
+    return f"{count} ({100 * count / total:.1f}%)"
+
+
 def correct(record: dict[str, Any]) -> bool:
     """The record's answer is right by cover-EM (an errored record is wrong)."""
     return bool(record.get("metrics", {}).get("cover_em", 0.0) >= 1.0)
@@ -68,7 +79,7 @@ def correct(record: dict[str, Any]) -> bool:
 
 def intervened(record: dict[str, Any]) -> bool:
     """IR corrected or completed a node on this SearChain answer's final path."""
-    return any(source in ("corrected", "completed") for source in record.get("sources", []))
+    return any(source in IR_CHANGED for source in record.get("sources", []))
 
 
 def reading(diff: PairedDifference) -> str:
@@ -132,11 +143,9 @@ def changes_section(
         helps = sum(1 for r, n in pairs if correct(r) and not correct(n))
         misleads = sum(1 for r, n in pairs if not correct(r) and correct(n))
         neutral = len(pairs) - helps - misleads
-        nodes = sum(1 for r, _ in pairs for s in r.get("sources", []) if s in ("corrected", "completed"))
-        rows.append(
-            f"| {dataset} | {len(pairs)} | {nodes} | {helps} ({100 * helps / len(pairs):.1f}%) | "
-            f"{misleads} ({100 * misleads / len(pairs):.1f}%) | {neutral} ({100 * neutral / len(pairs):.1f}%) |"
-        )
+        nodes = sum(1 for r, _ in pairs for s in r.get("sources", []) if s in IR_CHANGED)
+        cells = [share(k, len(pairs)) for k in (helps, misleads, neutral)]
+        rows.append(f"| {dataset} | {len(pairs)} | {nodes} | " + " | ".join(cells) + " |")
     return section(
         "## IR's changes: helps, misleads, neutral (questions of S_IR against SearChain w/o IR)",
         rows,
@@ -184,12 +193,11 @@ def node_changes_section(records: Sequence[dict[str, Any]], datasets: Sequence[s
             for r in records
             if r["method"] == "searchain" and r["dataset"] == dataset and r.get("supporting")
             for ref in (r.get("tree") or {}).get("references") or []
-            if ref.get("source") in ("corrected", "completed")
+            if ref.get("source") in IR_CHANGED
         ]
         if not judged:
             continue
-        kinds = ("helps", "misleads", "neutral")
-        cells = [f"{judged.count(k)} ({100 * judged.count(k) / len(judged):.1f}%)" for k in kinds]
+        cells = [share(judged.count(k), len(judged)) for k in ("helps", "misleads", "neutral")]
         rows.append(f"| {dataset} | {len(judged)} | " + " | ".join(cells) + " |")
     return section(
         "## IR's changes, node by node (against the gold supporting paragraphs)",
@@ -225,13 +233,12 @@ def copying_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -
         rs = [r for r in records if r["method"] == method]
         if not names or not rs:
             continue
-        answers = [r for r in rs if copied_names(r.get("prediction"), str(r.get("question") or ""), names)]
-        chains = [r for r in rs if copied_names(chain_text(r), str(r.get("question") or ""), names)]
-        seen = sorted({n for r in chains for n in copied_names(chain_text(r), str(r.get("question") or ""), names)})
-        rows.append(
-            f"| {method} | {len(rs)} | {len(answers)} ({100 * len(answers) / len(rs):.1f}%) | "
-            f"{len(chains)} ({100 * len(chains) / len(rs):.1f}%) | {', '.join(seen) or '–'} |"
-        )
+        answers = sum(1 for r in rs if copied_names(r.get("prediction"), str(r.get("question") or ""), names))
+        chains = [copied_names(chain_text(r), str(r.get("question") or ""), names) for r in rs]
+        seen = sorted({n for copied in chains for n in copied})
+        copying = sum(1 for copied in chains if copied)
+        names_seen = ", ".join(seen) or "–"
+        rows.append(f"| {method} | {len(rs)} | {share(answers, len(rs))} | {share(copying, len(rs))} | {names_seen} |")
     return section(
         "## Demonstration copying (an entity of the prompt's worked examples, for a question not about it)",
         rows,
