@@ -248,6 +248,54 @@ def test_shim_is_idempotent_and_leaves_langchain_alone() -> None:
     assert getattr(hf_colbert.class_factory, "_searchain_patched", False)
 
 
+def test_an_index_build_loads_every_extension(built: ColBERTRetriever) -> None:
+    import importlib
+
+    classes = [getattr(importlib.import_module(m), c) for m, c in _ragatouille_compat.EXTENSION_LOADERS]
+    assert all(hasattr(cls, "loaded_extensions") for cls in classes)
+    assert _ragatouille_compat.compile_extensions() == 0  # a later call only finds them loaded
+    with pytest.raises(ValueError, match="workers must be at least 1, got 0"):
+        _ragatouille_compat.compile_extensions(workers=0)
+
+
+@needs_colbert
+def test_extensions_compile_side_by_side(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loaders run in worker threads at once; colbert-ai would run them one after another."""
+    import threading
+    import time
+    import types
+
+    import torch
+
+    started: list[str] = []
+    both_running = threading.Barrier(2, timeout=10)
+
+    def loader(name: str) -> type:
+        def try_load_torch_extensions(cls: type, use_gpu: bool) -> None:
+            assert use_gpu is False
+            started.append(threading.current_thread().name)
+            if len(started) <= 2:
+                both_running.wait()  # fails (BrokenBarrierError) unless two loaders run at once
+            time.sleep(0.01)
+            cls.loaded_extensions = True
+
+        return type(name, (), {"try_load_torch_extensions": classmethod(try_load_torch_extensions)})
+
+    fake = types.ModuleType("searchain_fake_colbert")
+    for name in ("A", "B", "C"):
+        setattr(fake, name, loader(name))
+    fake.C.loaded_extensions = True  # already loaded: skipped
+    monkeypatch.setitem(sys.modules, fake.__name__, fake)
+    monkeypatch.setattr(_ragatouille_compat, "EXTENSION_LOADERS", tuple((fake.__name__, n) for n in ("A", "B", "C")))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert _ragatouille_compat.compile_extensions(workers=2) == 2
+    assert len(started) == 2 and all(t.startswith("colbert-compile") for t in started)
+    assert _ragatouille_compat.compile_extensions(workers=2) == 0
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    del fake.A.loaded_extensions
+    assert _ragatouille_compat.compile_extensions() == 0  # colbert-ai's CUDA path compiles its own
+
+
 try:
     from langchain_tests.integration_tests import RetrieversIntegrationTests
 except ImportError:  # langchain-tests is optional

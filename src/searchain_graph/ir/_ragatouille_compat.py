@@ -57,8 +57,11 @@ fast-pytorch-kmeans`` (add ``faiss-cpu`` for faster k-means on corpora of 500+ p
 
 colbert-ai compiles four small C++ extensions (``torch.utils.cpp_extension.load``) the
 first time a model or index is used on CPU; this needs a C++ compiler and the Python
-headers, takes about 3 minutes on 2 cores and is cached in ``TORCH_EXTENSIONS_DIR``
-(default ``~/.cache/torch_extensions``).
+headers and is cached in ``TORCH_EXTENSIONS_DIR`` (default ``~/.cache/torch_extensions``).
+colbert-ai compiles them one after another, as each class first needs its own (four single-file
+compiles of about a minute each on 2 cores); :func:`compile_extensions` compiles them side by side,
+one per core, before the first model is built (about half the wait on 2 cores; figures in
+``docs/benchmarks.md``). Once compiled, it only loads them.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ import threading
 import types
 import warnings
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 logger = logging.getLogger("searchain_graph.ir.colbert")
@@ -257,6 +261,55 @@ def import_ragatouille() -> Any:
         _patch_colbert_class_factory()
         _APPLIED = True
         return ragatouille.RAGPretrainedModel
+
+
+# colbert-ai's classes whose ``try_load_torch_extensions(use_gpu=False)`` compiles (or loads) its CPU
+# extensions: IndexScorer two (filter_pids_cpp, decompress_residuals_cpp), the others one each
+# (segmented_maxsim_cpp, segmented_lookup_cpp). IndexScorer comes first: it is the longest.
+EXTENSION_LOADERS: tuple[tuple[str, str], ...] = (
+    ("colbert.search.index_storage", "IndexScorer"),
+    ("colbert.modeling.colbert", "ColBERT"),
+    ("colbert.search.strided_tensor", "StridedTensor"),
+)
+"""(module, class) of each colbert-ai class that compiles C++ extensions for the CPU."""
+
+
+def compile_extensions(workers: int | None = None) -> int:
+    """Compile (or load, when cached) colbert-ai's CPU extensions, several at a time.
+
+    colbert-ai compiles each extension when its class is first used, one after another. Each
+    compile is one ``g++`` process, so on a machine with several cores they can run side by side:
+    this runs the loaders of :data:`EXTENSION_LOADERS` in ``workers`` threads (each waits on its
+    compiler subprocess). A class that has loaded its extensions already is skipped; on a machine
+    where colbert-ai uses a GPU, nothing is done (its CUDA path compiles what it needs).
+
+    Args:
+        workers: Loaders run at once; ``None`` means one per CPU core, at most one per loader.
+
+    Returns:
+        How many loaders ran (0 when every extension was loaded already or a GPU is used).
+
+    Raises:
+        ImportError: colbert-ai is not installed (the ``colbert`` extra).
+        ValueError: ``workers`` is below 1.
+    """
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    import torch
+
+    import_ragatouille()
+    if torch.cuda.is_available():
+        return 0
+    with LOCK:
+        classes = [getattr(importlib.import_module(module), name) for module, name in EXTENSION_LOADERS]
+        pending = [cls for cls in classes if not hasattr(cls, "loaded_extensions")]
+        if not pending:
+            return 0
+        count = workers or min(len(pending), os.cpu_count() or 1)
+        with _captured_stdout(), ThreadPoolExecutor(max_workers=count, thread_name_prefix="colbert-compile") as pool:
+            for future in [pool.submit(cls.try_load_torch_extensions, False) for cls in pending]:
+                future.result()
+        return len(pending)
 
 
 def _run_stack() -> list[Any]:

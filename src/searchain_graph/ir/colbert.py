@@ -14,9 +14,10 @@ Results are the stored documents (``page_content`` and ``metadata`` as indexed) 
 ``metadata["score"]`` added (ColBERT's MaxSim score).
 
 Everything runs in one process (``nranks=1``) and works on CPU; colbert-ai uses a GPU
-when one is visible. The first use on CPU compiles colbert-ai's C++ extensions (about
-3 minutes on 2 cores, then cached in ``TORCH_EXTENSIONS_DIR``, by default
-``~/.cache/torch_extensions``), which needs a C++ compiler and the Python headers.
+when one is visible. The first use on CPU compiles colbert-ai's C++ extensions, side by side
+(:func:`~searchain_graph.ir._ragatouille_compat.compile_extensions`: about 2 minutes on 2 cores,
+then cached in ``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``), which needs a
+C++ compiler and the Python headers.
 
 An index directory holds, besides the manifest and the passage store::
 
@@ -43,7 +44,13 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr, field_validator, model_validator
 
 from searchain_graph._files import write_aside
-from searchain_graph.ir._ragatouille_compat import LOCK, colbert_call, import_ragatouille, load_model
+from searchain_graph.ir._ragatouille_compat import (
+    LOCK,
+    colbert_call,
+    compile_extensions,
+    import_ragatouille,
+    load_model,
+)
 from searchain_graph.ir.corpus import PassageStore, iter_corpora, passage_text, write_passages
 from searchain_graph.ir.index_dir import MANIFEST, IndexSummary, read_manifest, write_index
 from searchain_graph.llms.hub import ModelNotFoundError, check_local, from_pretrained, looks_local
@@ -128,6 +135,7 @@ def _encode(
     if not texts:
         raise ValueError("cannot build a ColBERT index over an empty corpus")
     rag_class = import_ragatouille()
+    compile_extensions()  # side by side, before colbert-ai compiles them one by one
     rag = _load_checkpoint(
         lambda: rag_class.from_pretrained(checkpoint_dir, n_gpu=1, verbose=0, index_root=str(out)), checkpoint_dir
     )
@@ -367,6 +375,7 @@ class ColBERTRetriever(BaseRetriever):
             plaid_dir = Path(self.index_dir) / PLAID_DIR
             if not (plaid_dir / "metadata.json").is_file():
                 raise FileNotFoundError(f"{plaid_dir} is not a PLAID index (no metadata.json)")
+            compile_extensions()
             rag = load_model(lambda: rag_class.from_index(str(plaid_dir), n_gpu=1, verbose=0))
             if len(rag.model.collection) != len(self._docs):
                 raise ValueError(
