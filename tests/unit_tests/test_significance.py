@@ -151,3 +151,68 @@ def test_each_changed_node_is_judged_by_the_gold_paragraphs(
     assert judge_change(record, record["tree"]["references"][0]) == verdict
     cells = ["1 (100.0%)" if kind == verdict else "0 (0.0%)" for kind in ("helps", "misleads", "neutral")]
     assert "| hotpotqa | 1 | " + " | ".join(cells) + " |" in render_report([record])
+
+
+def _missed(nodes: list[tuple[str, str]], checks: list[tuple[str, str, str]]) -> dict[str, Any]:
+    """A wrong SearChain answer to "Who wrote Sexual Politics?" (gold: Kate Millett), its one round's tree.
+
+    ``nodes``: (query, LLM's answer); ``checks``: (action, passage title, g).
+    """
+    record = _record("q1", "searchain", False, prediction="Michael Walzer")
+    record["answers"] = ["Kate Millett"]
+    record["supporting"] = [
+        {"title": "Sexual Politics", "text": "Sexual Politics is a 1970 book."},
+        {"title": "Kate Millett", "text": "Kate Millett wrote Sexual Politics."},
+    ]
+    record["tree"] = {
+        "tree": [
+            {
+                "round": 1,
+                "nodes": [{"index": i, "query": q, "answer": a} for i, (q, a) in enumerate(nodes, 1)],
+                "checks": [
+                    {"node": i, "action": act, "passage": {"title": title}, "reader_answer": g}
+                    for i, (act, title, g) in enumerate(checks, 1)
+                ],
+            }
+        ]
+    }
+    return record
+
+
+@pytest.mark.parametrize(
+    ("nodes", "checks", "stage"),
+    [
+        # The LLM said it in round 1 (or IR sent it back), yet the final answer is another.
+        ([("Who wrote it?", "Kate Millett wrote it.")], [("pass", "Kate Millett", "Kate Millett")], "in the chain"),
+        ([("Who wrote it?", "Walzer")], [("correction", "Kate Millett", "Kate Millett")], "in the chain"),
+        # The reader found it in the right paragraph but was not confident: the LLM's answer stood.
+        ([("Who wrote it?", "Walzer")], [("pass", "Kate Millett", "Kate Millett")], "read, under θ"),
+        ([("Who wrote it?", "Walzer")], [("pass", "Kate Millett", "1970")], "read, reader missed"),
+        # A supporting paragraph without the answer is not the answer's paragraph.
+        ([("Who wrote it?", "Walzer")], [("pass", "Sexual Politics", "1970")], "never read"),
+        ([("Who wrote it?", "Walzer")], [("correction", "Walzer", "Walzer")], "never read"),
+    ],
+)
+def test_a_wrong_answer_is_placed_where_it_lost_the_gold_answer(
+    nodes: list[tuple[str, str]], checks: list[tuple[str, str, str]], stage: str
+) -> None:
+    from searchain_graph.evaluation.comparisons import LOSSES, where_lost
+
+    record = _missed(nodes, checks)
+    got = where_lost(record)
+    assert got.startswith(stage) and got in LOSSES
+    text = render_report([record])
+    cells = ["1 (100.0%)" if kind == got else "0 (0.0%)" for kind in LOSSES]
+    assert "| hotpotqa | 1 | " + " | ".join(cells) + " |" in text
+
+
+def test_the_misses_leave_out_right_answers_and_yes_no_questions() -> None:
+    from searchain_graph.evaluation.comparisons import misses_section, where_lost
+
+    record = _missed([("Is it a book?", "yes")], [("pass", "Sexual Politics", "yes")])
+    record["answers"] = ["no"]
+    assert where_lost(record) == "no paragraph holds it"  # no paragraph says "no"
+    right = _missed([("Who wrote it?", "Kate Millett")], [("pass", "Kate Millett", "Kate Millett")])
+    right["metrics"] = {"cover_em": 1.0, "em": 1.0, "f1": 1.0}
+    assert misses_section([right], ["hotpotqa"]) == []
+    assert misses_section([{**record, "method": "ircot"}], ["hotpotqa"]) == []

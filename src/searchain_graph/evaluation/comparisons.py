@@ -14,7 +14,9 @@ evaluation records (one per question and method):
   (its record's ``demonstration_names``) for a question not about it;
 * :func:`repairs_section`: how often each repair of a chain fired (the warnings the graph
   records: a loop ended, a cut node dropped, an answer that restates its query, no node at all,
-  a pending feedback at ``max_rounds``).
+  a pending feedback at ``max_rounds``);
+* :func:`misses_section`: where each wrong SearChain answer lost the gold answer, from its tree
+  and the gold supporting paragraphs (:func:`where_lost`).
 """
 
 from __future__ import annotations
@@ -36,11 +38,14 @@ __all__ = [
     "correct",
     "intervened",
     "judge_change",
+    "LOSSES",
+    "misses_section",
     "node_changes_section",
     "paired_section",
     "repairs_section",
     "section",
     "share",
+    "where_lost",
 ]
 
 REPAIRS: dict[str, str] = {
@@ -265,4 +270,65 @@ def repairs_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -
         rows,
         "| method | questions | " + " | ".join(REPAIRS) + " |",
         "|---|---:|" + "---:|" * len(REPAIRS),
+    )
+
+
+LOSSES: dict[str, str] = {
+    "in the chain, lost after": "a node's answer, or a g IR sent back, holds the gold answer; the final "
+    "answer does not",
+    "read, under θ": "IR read the paragraph that holds the answer and g is the answer, with f <= θ: the LLM's "
+    "answer stood",
+    "read, reader missed": "IR read the paragraph that holds the answer; the reader's g is something else",
+    "never read": "no passage IR read is the supporting paragraph that holds the answer",
+    "no paragraph holds it": "no gold supporting paragraph contains the gold answer's words (yes/no, other wording)",
+}
+"""Where a wrong SearChain answer lost the gold answer (:func:`where_lost`), furthest stage first."""
+
+
+def where_lost(record: dict[str, Any]) -> str:
+    """The furthest stage a wrong SearChain answer's gold answer reached, as a key of :data:`LOSSES`.
+
+    The answer's paragraphs are the gold supporting paragraphs whose text contains a gold answer
+    (:func:`~searchain_graph.method.parsing.answer_contains`). Every node of every round counts, so
+    an answer reached in round 1 and rewritten in round 2 is "in the chain, lost after".
+    """
+    golds = [str(a) for a in record.get("answers") or [] if str(a).strip()]
+
+    def holds(text: Any) -> bool:
+        return bool(text) and any(answer_contains(str(text), g) for g in golds)
+
+    branches = [b for b in (record.get("tree") or {}).get("tree") or [] if "nodes" in b]
+    checks = [c for b in branches for c in b.get("checks") or []]
+    said = [n.get("answer") for b in branches for n in b.get("nodes") or []]
+    sent = [c.get("reader_answer") for c in checks if c.get("action") in ("correction", "completion")]
+    if any(holds(text) for text in said + sent):
+        return "in the chain, lost after"
+    paragraphs = {g["title"] for g in record.get("supporting") or [] if holds(g.get("text"))}
+    if not paragraphs:
+        return "no paragraph holds it"
+    read = [c for c in checks if ((c.get("passage") or {}).get("title")) in paragraphs]
+    if any(holds(c.get("reader_answer")) for c in read):
+        return "read, under θ"
+    return "read, reader missed" if read else "never read"
+
+
+def misses_section(records: Sequence[dict[str, Any]], datasets: Sequence[str]) -> list[str]:
+    """Per dataset, SearChain's wrong answers (records with gold paragraphs) by where they lost the answer."""
+    rows = []
+    for dataset in datasets:
+        wrong = [
+            where_lost(r)
+            for r in records
+            if r["method"] == "searchain" and r["dataset"] == dataset and r.get("supporting") and not correct(r)
+        ]
+        if wrong:
+            cells = [share(wrong.count(k), len(wrong)) for k in LOSSES]
+            rows.append(f"| {dataset} | {len(wrong)} | " + " | ".join(cells) + " |")
+    return section(
+        "## Where SearChain's wrong answers lost the gold answer",
+        rows,
+        *[f"* {k}: {v}." for k, v in LOSSES.items()],
+        "",
+        "| dataset | wrong answers | " + " | ".join(LOSSES) + " |",
+        "|---|---:|" + "---:|" * len(LOSSES),
     )

@@ -51,6 +51,7 @@ from searchain_graph.evaluation.comparisons import (
     copying_section,
     correct,
     intervened,
+    misses_section,
     node_changes_section,
     paired_section,
     repairs_section,
@@ -277,6 +278,7 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
     lines += node_changes_section(records, datasets)
     lines += copying_section(records, methods)
     lines += repairs_section(records, methods)
+    lines += misses_section(records, datasets)
     lines += _tree_section(searchain_trees(records))
     errors = [r for r in records if r.get("error")]
     if errors:
