@@ -87,6 +87,8 @@ def test_records_resume_and_report(tmp_path: Path) -> None:
     assert full["prediction"] == "Toronto Coach Terminal" and full["metrics"]["cover_em"] == 1.0
     assert full["sources"] == ["llm", "corrected", "llm"] and full["rounds"] == 2 and full["steps"] == 3
     assert full["usage"]["llm_calls"] == 3 and full["model"] == "rule" and full["hops"] == 3
+    if Path("/proc/stat").is_file():  # what this process and the others took while the pair ran
+        assert set(full["cpu"]) == {"own_seconds", "others_seconds"} and full["cpu"]["own_seconds"] >= 0
     ablated = records[("q1", "searchain_no_verification")]
     assert ablated["sources"] == ["llm", "llm", "llm"] and ablated["rounds"] == 1
     # A rerun skips everything already recorded.

@@ -7,7 +7,8 @@ remote (``concurrency``); a local model runs one at a time.
 
 A record holds the prediction, the metrics (cover-EM, EM, F1, and ROUGE-L for long form,
 all against the gold answer and its aliases), the cost (LLM calls, words and tokens in and
-out, rounds, retrieval and reader calls, wall time) and, for SearChain, where each node of
+out, rounds, retrieval and reader calls, wall time, and the CPU seconds this process and all others
+used meanwhile: :mod:`~searchain_graph.evaluation.cpu_meter`) and, for SearChain, where each node of
 the final path came from (``llm`` / ``corrected`` / ``completed``) and how many knowledge
 items the final content cites. :mod:`searchain_graph.evaluation.report` turns records into the paper's
 tables.
@@ -32,6 +33,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
+from searchain_graph.evaluation.cpu_meter import CpuMeter
 from searchain_graph.evaluation.datasets import Example
 from searchain_graph.evaluation.method_spec import count_rounds
 from searchain_graph.evaluation.methods import METHODS, GraphFactory, parse_methods
@@ -221,6 +223,7 @@ def run_evaluation(
     new: list[dict[str, Any]] = []
 
     def run_one(example: Example, method: str) -> dict[str, Any]:
+        meter = CpuMeter()
         start = time.perf_counter()
         try:
             out = graph_for(method, example["task"]).invoke(
@@ -231,6 +234,9 @@ def run_evaluation(
         except Exception as exc:  # recorded, not raised: one bad pair must not stop a long run
             error = f"{type(exc).__name__}: {describe_llm_failure(exc, llm) or exc}"
             record = make_record(example, method, None, time.perf_counter() - start, error)
+        reading = meter.stop()
+        if reading is not None:  # what this process and every other one took meanwhile
+            record["cpu"] = reading.as_record()
         record.update(extra or {})
         if chosen[method]:
             record["options"] = chosen[method]

@@ -56,6 +56,7 @@ from searchain_graph.evaluation.comparisons import (
     paired_section,
     repairs_section,
 )
+from searchain_graph.evaluation.cpu_meter import CONTENDED_CORES, contended
 from searchain_graph.evaluation.methods import METHODS
 
 PAPER_TABLE2 = {
@@ -258,6 +259,17 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
             f"{mean('retrieval_calls'):.2f} | {mean('reader_calls'):.2f} | "
             f"{statistics.fmean(r.get('seconds', 0.0) for r in rs):.1f}{f' *{cost[3]}*' if cost else ''} |"
         )
+    busy = [r for r in records if contended(r)]
+    if busy:
+        by_method = ", ".join(
+            f"{m} {sum(1 for r in busy if r['method'] == m)}" for m in methods if m in {r["method"] for r in busy}
+        )
+        lines += [
+            "",
+            f"**Seconds measured beside other work:** {len(busy)} of {len(records)} records ({by_method}) ran while "
+            f"other processes used at least {CONTENDED_CORES} of a core on average (the records' `cpu`): their "
+            "seconds are longer than on a quiet machine.",
+        ]
     concurrency = sorted({int(r.get("concurrency") or 1) for r in records})
     if concurrency != [1]:
         lines += [
