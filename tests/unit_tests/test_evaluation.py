@@ -12,6 +12,7 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from searchain_graph import ReaderOutput
+from searchain_graph.evaluation.cpu_meter import contended
 from searchain_graph.evaluation.datasets import Example
 from searchain_graph.evaluation.harness import METHODS, parse_methods, read_records, run_evaluation
 from searchain_graph.evaluation.oracle import build_oracle_nodes, matches, read_oracle_nodes, render_sweep, sweep
@@ -324,3 +325,21 @@ def test_cli_eval_exits_non_zero_when_every_run_failed(tmp_path: Path, capsys: p
     assert [r["error"] for r in read_records(out)] == ["ValueError: this LLM always fails"] * 2
     assert main([*args, "--model", "import:tests.fakes:serve_llm", "--reader", "llm", "--quiet"]) == 0  # retried
     assert "2 run(s), 0 already" in capsys.readouterr().out
+
+
+def test_pairs_timed_beside_other_work_can_be_run_again(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    kwargs: dict[str, Any] = {"llm": chain_llm(), "retriever": retriever(), "reader": ScriptedReader(CONFIDENT)}
+    run_evaluation([example("q1"), example("q2")], ["cot"], out_path=out, **kwargs)
+    first = read_records(out)
+    busy = {**first[0], "seconds": 10.0, "cpu": {"own_seconds": 20.0, "others_seconds": 9.0}}
+    quiet = {**first[1], "seconds": 10.0, "cpu": {"own_seconds": 20.0, "others_seconds": 0.1}}
+    out.write_text("".join(json.dumps(r) + "\n" for r in [busy, quiet]), encoding="utf-8")
+    kept = run_evaluation([example("q1"), example("q2")], ["cot"], out_path=out, **kwargs)
+    assert (kept.ran, kept.skipped) == (0, 2)  # by default a record stands
+    again = run_evaluation([example("q1"), example("q2")], ["cot"], out_path=out, rerun_contended=True, **kwargs)
+    assert (again.ran, again.skipped) == (1, 1)
+    lines = read_records(out)
+    assert len(lines) == 3 and lines[0] == busy and lines[2]["qid"] == busy["qid"]  # the old record stays
+    assert "beside other work" in render_report([busy, quiet])
+    assert "beside other work" not in render_report(lines) or contended(lines[-1])  # this machine may be busy

@@ -121,6 +121,7 @@ def run_eval(args: argparse.Namespace) -> int:
                 "concurrency": concurrency,
             },
             options={"demonstrations": args.demonstrations, "is_duplicate": args.duplicates},
+            rerun_contended=args.rerun_contended,
         )
         bar.update(summary.skipped)
     written = write_report(summary.records, args.report or out.parent / f"{out.stem}-report")

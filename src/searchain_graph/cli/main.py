@@ -309,6 +309,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--out", default=None, metavar="FILE", help="results JSONL (default results/DATASET.jsonl)")
     ev.add_argument("--report", default=None, metavar="DIR", help="report directory (default: beside --out)")
+    ev.add_argument(
+        "--rerun-contended",
+        action="store_true",
+        help="run again the pairs whose seconds were measured while other processes used a quarter of a core "
+        "or more (their records' cpu); the new record supersedes the old",
+    )
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     rep = sub.add_parser("report", help="write the Markdown report and plots for results files")
     rep.add_argument("results", nargs="+", metavar="FILE", help="results JSONL files from `searchain eval`")

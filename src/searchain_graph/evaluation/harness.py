@@ -33,7 +33,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
-from searchain_graph.evaluation.cpu_meter import CpuMeter
+from searchain_graph.evaluation.cpu_meter import CpuMeter, contended
 from searchain_graph.evaluation.datasets import Example
 from searchain_graph.evaluation.method_spec import count_rounds
 from searchain_graph.evaluation.methods import METHODS, GraphFactory, parse_methods
@@ -167,6 +167,7 @@ def run_evaluation(
     progress: Callable[[dict[str, Any]], None] | None = None,
     extra: dict[str, Any] | None = None,
     options: Mapping[str, Any] | None = None,
+    rerun_contended: bool = False,
 ) -> RunSummary:
     """Run ``methods`` on ``examples``, appending one record per pair to ``out_path``.
 
@@ -185,6 +186,9 @@ def run_evaluation(
             record declares (:attr:`~searchain_graph.evaluation.method_spec.MethodSpec.options`),
             and its records carry them as ``options``. String values only, so that records say
             what they were made with.
+        rerun_contended: Run again the pairs whose last record's seconds were measured beside other
+            work (:func:`~searchain_graph.evaluation.cpu_meter.contended`); the new record
+            supersedes it in the report, and the old one stays in the file.
 
     Returns:
         A :class:`RunSummary`.
@@ -202,6 +206,8 @@ def run_evaluation(
     out_path.parent.mkdir(parents=True, exist_ok=True)
     _drop_torn_tail(out_path)
     existing = {(r["qid"], r["method"]): r for r in read_records(out_path) if not r.get("error")}
+    if rerun_contended:
+        existing = {key: r for key, r in existing.items() if not contended(r)}
     chosen = {m: METHODS[m].options_of(options or {}) for m in methods}
     for (qid, method), record in existing.items():
         if method in chosen and (record.get("options") or {}) != chosen[method]:
