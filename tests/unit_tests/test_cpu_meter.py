@@ -89,6 +89,10 @@ def test_the_report_flags_seconds_measured_beside_other_work() -> None:
     older = _record("q3", 10.0, None)  # a record from before the meter: nothing to say
     assert not contended(quiet) and contended(busy) and not contended(older)
     assert not contended({**busy, "seconds": 0})
+    for odd in ("9", None, True, [1], {"x": 1}, float("nan")):  # hand-edited records: no reading, no crash
+        assert not contended({**busy, "cpu": {"others_seconds": odd}})
+        assert not contended({**busy, "seconds": odd})
+    assert not contended({**busy, "cpu": "busy"})
     text = render_report([quiet, busy, older])
     assert "**Seconds measured beside other work:** 1 of 3 records (cot 1)" in text
     assert "beside other work" not in render_report([quiet, older])

@@ -86,7 +86,12 @@ class CpuMeter:
 def contended(record: dict[str, Any], cores: float = CONTENDED_CORES) -> bool:
     """Other processes used at least ``cores`` on average while the record's pair ran."""
     cpu = record.get("cpu")
-    seconds = float(record.get("seconds") or 0.0)
-    if not isinstance(cpu, dict) or seconds <= 0:
+    others = _number(cpu.get("others_seconds")) if isinstance(cpu, dict) else None
+    seconds = _number(record.get("seconds"))
+    if others is None or seconds is None:  # no reading, or a hand-edited record of other types
         return False
-    return float(cpu.get("others_seconds") or 0.0) / seconds >= cores
+    return seconds > 0 and others / seconds >= cores
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
