@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -261,9 +261,8 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
         )
     busy = [r for r in records if contended(r)]
     if busy:
-        by_method = ", ".join(
-            f"{m} {sum(1 for r in busy if r['method'] == m)}" for m in methods if m in {r["method"] for r in busy}
-        )
+        counts = Counter(r["method"] for r in busy)
+        by_method = ", ".join(f"{m} {counts[m]}" for m in methods if counts[m])
         lines += [
             "",
             f"**Seconds measured beside other work:** {len(busy)} of {len(records)} records ({by_method}) ran while "

@@ -15,7 +15,7 @@ Results are the stored documents (``page_content`` and ``metadata`` as indexed) 
 
 Everything runs in one process (``nranks=1``) and works on CPU; colbert-ai uses a GPU
 when one is visible. The first use on CPU compiles colbert-ai's C++ extensions, side by side
-(:func:`~searchain_graph.ir._ragatouille_compat.compile_extensions`: about 2 minutes on 2 cores,
+(:func:`~searchain_graph.ir._ragatouille_compat.compile_extensions`: about 85 s on 2 cores,
 then cached in ``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``), which needs a
 C++ compiler and the Python headers.
 
