@@ -4,7 +4,8 @@ For a ``DPRReader`` directory (``training/train_reader.py --export``; the bundle
 default), on data it was not trained on:
 
 * **span accuracy**: EM/F1 (the official SQuAD v1.1 definitions, :mod:`searchain_graph.evaluation.metrics`)
-  on ``--questions`` SQuAD v1.1 dev questions, reading the gold paragraph;
+  on ``--questions`` SQuAD v1.1 dev questions (0: all 10,570), reading the gold paragraph
+  (``--span-only``: this alone);
 * **relevance** (*f*, what SearChain's verification trusts): AUROC of *f* between the gold
   paragraph and BM25's best paragraph without the answer (over all dev paragraphs), the same
   kind of negative the reader was trained with; and between SQuAD v2.0 dev's answerable and
@@ -64,10 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--questions", type=int, default=1000)
     p.add_argument("--speed-pairs", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--span-only", action="store_true", help="only EM/F1 (with --questions 0: all of dev)")
+    p.add_argument("--max-length", type=int, help="window length in tokens (default: the reader's)")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
 
-    reader = BundledReader(args.model).load()
+    window = {"max_length": args.max_length} if args.max_length else {}
+    reader = BundledReader(args.model, **window).load()
     rng = random.Random(args.seed)
     dev = _articles(args.squad / "dev-v1.1.rebuilt.json.gz")
     paragraphs = [(a["title"].replace("_", " "), para["context"]) for a in dev for para in a["paragraphs"]]
@@ -78,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                 gold = [x["text"] for x in qa["answers"]]
                 items.append((qa["question"], a["title"].replace("_", " "), para["context"], gold))
     rng.shuffle(items)
-    items = items[: args.questions]
+    items = items[: args.questions or None]
 
     def passage(title: str, text: str) -> Passage:
         return Passage(text, title)
@@ -92,6 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     f1s = 100 * sum(max(f1(o.answer, g, yes_no_rule=False) for g in gold) for o, gold in zip(outs, golds, strict=True))
     f1s /= len(items)
 
+    if args.span_only:
+        result = {"model": str(args.model), "questions": len(items), "squad_dev_em": round(em, 1)}
+        result |= {"squad_dev_f1": round(f1s, 1), "window": reader.max_length}
+        result["read_seconds_dev"] = round(read_seconds, 1)
+        print(json.dumps(result, indent=1))
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        return 0
     index = BM25Index.build((f"{t}\n{c}" for t, c in paragraphs), workers=1)
     negatives_pairs = []
     for q, _title, c, gold in items:

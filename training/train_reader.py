@@ -128,6 +128,56 @@ def load_pairs(path: Path, seed: int, limit: int | None = None) -> list[Example]
     return examples
 
 
+def save_pairs(examples: list[Example], path: Path) -> None:
+    """Write mined pairs compactly, xz-compressed, written aside then renamed.
+
+    Each paragraph is stored once, and each question once with its positive paragraph, the
+    answer's start and length in it, and its negative paragraph. A machine without the package
+    (a lent GPU, say) then trains on exactly the pairs :func:`load_pairs` mined here, in the
+    same order, with no BM25 index.
+    """
+    import lzma
+
+    if len(examples) % 2 or any(
+        pos.answer_start < 0 or neg.answer_start >= 0 or pos.question != neg.question
+        for pos, neg in zip(examples[::2], examples[1::2], strict=True)
+    ):
+        raise ValueError("examples must alternate positive, negative for one question")
+    table: dict[tuple[str, str], int] = {}
+    rows = []
+    for pos, neg in zip(examples[::2], examples[1::2], strict=True):
+        p = table.setdefault((pos.title, pos.text), len(table))
+        n = table.setdefault((neg.title, neg.text), len(table))
+        if pos.text[pos.answer_start : pos.answer_start + len(pos.answer_text)] != pos.answer_text:
+            raise ValueError(f"the answer is not at its start: {pos.question!r}")
+        rows.append([pos.question, p, pos.answer_start, len(pos.answer_text), n])
+    data = {"paragraphs": [list(k) for k in table], "pairs": rows}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.close(fd)
+    try:
+        with lzma.open(tmp, "wt", encoding="utf-8", preset=9 | lzma.PRESET_EXTREME) as fh:
+            json.dump(data, fh, ensure_ascii=False, separators=(",", ":"))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def load_saved_pairs(path: Path) -> list[Example]:
+    """The pairs :func:`save_pairs` wrote, in their order (positive, then negative)."""
+    import lzma
+
+    with lzma.open(path, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    par = data["paragraphs"]
+    out: list[Example] = []
+    for q, p, start, length, n in data["pairs"]:
+        out.append(Example(q, par[p][0], par[p][1], int(start), par[p][1][start : start + length]))
+        out.append(Example(q, par[n][0], par[n][1], -1, ""))
+    return out
+
+
 def encode(tok: Any, ex: Example, max_length: int, rng: random.Random) -> dict[str, Any] | None:
     """``[CLS] q [SEP] title [SEP] text-window`` with span targets (DPR's layout, no final SEP)."""
     q = tok(ex.question, add_special_tokens=False)["input_ids"][:QUERY_TOKENS]

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from searchain_graph.ir.readers.base import MIN_CONFIDENCE, Passage, ReaderOutput
-from searchain_graph.ir.readers.bundled import BUNDLED_READER_DIR, BundledReader, bundled_threshold
+from searchain_graph.ir.readers.bundled import (
+    BUNDLED_READER_DIR,
+    DEFAULT_WINDOW,
+    BundledReader,
+    bundled_threshold,
+    trained_window,
+)
 from searchain_graph.ir.readers.load import load_reader
 from searchain_graph.llms.hub import ModelNotFoundError
 from searchain_graph.method.graph import resolve_threshold
@@ -113,3 +119,15 @@ def test_an_empty_passage_reads_as_no_answer(reader: BundledReader) -> None:
 def test_missing_weights_name_the_directory(tmp_path: Path) -> None:
     with pytest.raises(ModelNotFoundError, match=str(tmp_path)):
         BundledReader(tmp_path).load()
+
+
+def test_reads_in_windows_of_the_length_its_weights_were_trained_at(tmp_path: Path) -> None:
+    meta = json.loads((BUNDLED_READER_DIR / "training.json").read_text(encoding="utf-8"))
+    assert BundledReader().max_length == trained_window() == int(meta["max_length"])
+    assert BundledReader(max_length=128).max_length == 128  # an explicit length wins
+    assert trained_window(tmp_path) == DEFAULT_WINDOW  # no training.json
+    for bad in ('{"max_length": "wide"}', '{"args": {"max_length": 4096}}', "[1, 2]", "{not json"):
+        (tmp_path / "training.json").write_text(bad, encoding="utf-8")
+        assert trained_window(tmp_path) == DEFAULT_WINDOW, bad
+    (tmp_path / "training.json").write_text('{"args": {"max_length": "256"}}', encoding="utf-8")
+    assert trained_window(tmp_path) == 256

@@ -114,3 +114,54 @@ def test_an_export_carries_the_step_and_the_data_order(setup: tuple[ModuleType, 
     # A fresh machine with only the export goes on from its step, over the same example order.
     assert module.main([*args, "--out", str(tmp_path / "fresh"), "--init", str(tmp_path / "export")]) == 0
     assert _weights(module, tmp_path / "fresh")["step"] == 6
+
+
+def test_mined_pairs_saved_compactly_load_back_in_their_order(
+    setup: tuple[ModuleType, list[str]], tmp_path: Path
+) -> None:
+    module, args = setup
+    squad = Path(args[args.index("--squad") + 1])
+    pairs = module.load_pairs(squad, 13)
+    assert len(pairs) == 36 and all(p.answer_start >= 0 for p in pairs[::2])
+    module.save_pairs(pairs, tmp_path / "pairs.json.xz")
+    assert module.load_saved_pairs(tmp_path / "pairs.json.xz") == pairs
+    with pytest.raises(ValueError, match="alternate"):
+        module.save_pairs(pairs[1:], tmp_path / "bad.json.xz")
+    assert not (tmp_path / "bad.json.xz").exists()
+
+
+def test_the_gpu_script_trains_evaluates_and_exports_on_any_device(
+    setup: tuple[ModuleType, list[str]], tmp_path: Path
+) -> None:
+    """``train_reader_gpu.py`` on the CPU: the pairs file, a schedule cut to the steps asked, the
+    dev predictions at the start and the end, and an export that loads as a ``DPRReader``."""
+    import lzma
+
+    from transformers import DPRReader
+
+    module, args = setup
+    base = args[args.index("--base") + 1]
+    assert module.main([*args, "--out", str(tmp_path / "run"), "--stop-at", "1"]) == 0
+    assert module.main(["--out", str(tmp_path / "run"), "--base", base, "--export", str(tmp_path / "init")]) == 0
+    squad = Path(args[args.index("--squad") + 1])
+    module.save_pairs(module.load_pairs(squad, 13), tmp_path / "pairs.json.xz")
+    dev = [["q1", "Where was singer number 00 born?", "Article 0", "The singer number 00 was born in Toronto."]]
+    with lzma.open(tmp_path / "dev.json.xz", "wt", encoding="utf-8") as fh:
+        json.dump(dev, fh)
+    spec = importlib.util.spec_from_file_location("train_reader_gpu", ROOT / "training" / "train_reader_gpu.py")
+    assert spec is not None and spec.loader is not None
+    gpu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu)
+    out = tmp_path / "gpu"
+    argv = ["--pairs", str(tmp_path / "pairs.json.xz"), "--dev", str(tmp_path / "dev.json.xz")]
+    argv += ["--init", str(tmp_path / "init"), "--out", str(out), "--device", "cpu", "--workers", "0"]
+    argv += ["--batch-size", "4", "--max-length", "64", "--eval-length", "64", "--max-steps", "3", "--probe", "2"]
+    assert gpu.main([*argv, "--warmup", "1", "--time-budget", "600", "--reserve", "1"]) == 0
+    predictions = json.loads((out / "dev_predictions.json").read_text())
+    assert list(predictions) == ["0", "3:final"] and set(predictions["0"]) == {"q1"}
+    assert isinstance(predictions["3:final"]["q1"]["answer"], str)
+    meta = json.loads((out / "minilm_dpr" / "training.json").read_text())
+    assert meta["step"] == 3 and meta["init"]["step"] == 1 and meta["args"]["max_length"] == "64"
+    DPRReader.from_pretrained(out / "minilm_dpr")
+    log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert log[-1]["step"] == 3 and log[-1]["lr"] == 0.0  # the schedule decayed to 0 at its cut end

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from searchain_graph.cli.stack import load_stack
+from searchain_graph.ir.readers.calibration import reader_key
 from searchain_graph.method.context import normalize_task
 
 EVAL_RESPONSE_CACHE = 4096
@@ -117,6 +118,8 @@ def run_eval(args: argparse.Namespace) -> int:
                 "model": stack.model_name,
                 "llm_backend": getattr(stack.llm, "backend", None),  # a local model's: torch, onnx-int4, ...
                 "reader": args.reader,
+                # which weights and f, e.g. "bundled:minilm_dpr:8112:joint"
+                "reader_key": None if stack.reader is None else reader_key(stack.reader),
                 "retriever": type(stack.retriever).__name__,
                 "concurrency": concurrency,
             },

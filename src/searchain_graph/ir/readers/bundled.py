@@ -34,7 +34,7 @@ from typing import Any
 from searchain_graph.ir.readers.dpr import Confidence, DPRReader
 from searchain_graph.llms.hub import ModelNotFoundError
 
-__all__ = ["BUNDLED_READER_DIR", "BundledReader", "bundled_threshold"]
+__all__ = ["BUNDLED_READER_DIR", "DEFAULT_WINDOW", "BundledReader", "bundled_threshold", "trained_window"]
 
 BUNDLED_READER_DIR = Path(__file__).with_name("minilm_dpr")
 """Where the bundled weights, tokenizer, model card and calibration live."""
@@ -46,6 +46,25 @@ FALLBACK_THRESHOLD = 0.0
 def _calibration_file(directory: Path = BUNDLED_READER_DIR, confidence: Confidence = "joint") -> Path:
     """The calibration of one kind of *f*, stored beside a directory of bundled-reader weights."""
     return directory / ("calibration.json" if confidence == "joint" else f"calibration-{confidence}.json")
+
+
+DEFAULT_WINDOW = 192
+"""Window length (tokens) for weights whose ``training.json`` does not name theirs."""
+
+
+def trained_window(directory: Path = BUNDLED_READER_DIR) -> int:
+    """The window length the weights in ``directory`` were trained at (``training.json``).
+
+    Read from its ``max_length`` (or ``args.max_length``); :data:`DEFAULT_WINDOW` when the file
+    or the field is missing or unusable, so a directory of other weights still loads.
+    """
+    try:
+        meta = json.loads((directory / "training.json").read_text(encoding="utf-8"))
+        value = meta.get("max_length", (meta.get("args") or {}).get("max_length"))
+        window = int(value)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return DEFAULT_WINDOW
+    return window if 64 <= window <= 512 else DEFAULT_WINDOW
 
 
 @cache
@@ -70,7 +89,8 @@ class BundledReader(DPRReader):
     """The offline default reader: a DPR reader on all-MiniLM-L6-v2, shipped in the package.
 
     Reads as :class:`~searchain_graph.ir.readers.dpr.DPRReader` does (same layout, windows and
-    batching), in windows of 192 tokens, the length it was trained at. The model runs in fp32
+    batching), in windows of the length it was trained at (``training.json``; 320 tokens for the
+    shipped weights, stride a third of that). The model runs in fp32
     (the file is fp16, which CPUs run slowly).
 
     Args:
@@ -94,8 +114,8 @@ class BundledReader(DPRReader):
     def __init__(
         self, model: str | Path = BUNDLED_READER_DIR, *, confidence: Confidence = "joint", **kwargs: Any
     ) -> None:
-        kwargs.setdefault("max_length", 192)
-        kwargs.setdefault("stride", 64)
+        kwargs.setdefault("max_length", trained_window(Path(model)))
+        kwargs.setdefault("stride", kwargs["max_length"] // 3)
         kwargs.setdefault("max_query_tokens", 32)
         super().__init__(model, confidence=confidence, **kwargs)
 

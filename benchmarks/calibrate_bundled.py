@@ -1,0 +1,94 @@
+"""Calibrate the bundled reader's θ for both kinds of *f*, and write the oracle-chain tables.
+
+For each *f* (``joint``, the default, and ``relevance``, the paper's), θ is chosen by the
+calibration rule (:func:`searchain_graph.evaluation.calibration.choose_threshold`) on the gold
+chains of the ``../shared`` dev samples of MuSiQue and 2WikiMultihopQA pooled; each dataset's own
+table is computed too. The pooled choices are written beside the weights
+(``calibration.json``, ``calibration-relevance.json``), in the format ``searchain calibrate``
+saves; the tables go to one Markdown file.
+
+    python benchmarks/calibrate_bundled.py --out docs/results/oracle_chain_bundled_tables.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from searchain_graph.evaluation.calibration import Calibration, calibrate, dataset_retriever
+from searchain_graph.evaluation.datasets import load_dataset
+from searchain_graph.ir.readers.bundled import BUNDLED_READER_DIR, BundledReader, _calibration_file
+from searchain_graph.ir.readers.calibration import save_threshold
+
+DATA = Path("../shared/data")
+SETS = {
+    "musique": DATA / "musique/musique_ans_dev.sample100.jsonl",
+    "2wikimultihopqa": DATA / "2wikimultihopqa/dev.sample100.jsonl",
+}
+TITLES = {"musique": "MuSiQue alone", "2wikimultihopqa": "2WikiMultihopQA alone"}
+
+
+def _line(name: str, cal: Calibration) -> str:
+    row = cal.rows[cal.chosen]
+    return (
+        f"| {name} | {cal.threshold:g} | {100 * row['wrong_repaired']:.1f}% | {100 * row['correct_broken']:.1f}% "
+        f"| {100 * row['unsolved_completed']:.1f}% | {row['n_wrong']} / {row['n_correct']} / {row['n_unsolved']} |"
+    )
+
+
+def main() -> None:
+    """Calibrate, save the pooled θ beside the weights, write the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, default=BUNDLED_READER_DIR)
+    parser.add_argument("--out", type=Path, required=True, help="the Markdown tables")
+    parser.add_argument("--no-save", action="store_true", help="do not write the calibration files")
+    args = parser.parse_args()
+    examples = {name: load_dataset(name, str(path)) for name, path in SETS.items()}
+    retrievers = {name: dataset_retriever(ex) for name, ex in examples.items()}
+    sections: list[str] = []
+    summary: list[str] = []
+    for confidence in ("joint", "relevance"):
+        reader = BundledReader(args.model, confidence=confidence).load()
+        results: dict[str, Calibration] = {}
+        for name in SETS:
+            results[name] = calibrate(
+                examples[name], retrievers[name], reader, source={"dataset": name, "data": str(SETS[name])}
+            )
+        first, second = list(SETS)
+        pooled = calibrate(
+            examples[first],
+            retrievers[first],
+            reader,
+            also=[(examples[second], retrievers[second])],
+            source={"dataset": f"{first}+{second}", "data": [str(p) for p in SETS.values()], "reader_spec": "bundled"},
+        )
+        summary.append(_line(f"{confidence}, pooled", pooled))
+        summary += [_line(f"{confidence}, {TITLES[n]}", results[n]) for n in SETS]
+        sections.append(f"# The {confidence} *f*\n\n## Pooled: MuSiQue + 2WikiMultihopQA (θ = {pooled.threshold:g})\n")
+        sections.append(pooled.render(reader_name=f"bundled ({confidence})"))
+        for name in SETS:
+            sections.append(f"\n## {TITLES[name]}\n")
+            sections.append(results[name].render(reader_name=f"bundled ({confidence})"))
+        if not args.no_save:
+            with tempfile.TemporaryDirectory() as tmp:
+                saved = save_threshold(reader, pooled.threshold, details=pooled.record(), directory=tmp)
+                target = _calibration_file(args.model, confidence)
+                shutil.copyfile(saved, target)
+            print(f"saved θ = {pooled.threshold:g} for the {confidence} f to {target}")
+    head = (
+        "| *f*, chains | θ | wrong repaired | correct broken | unsolved completed "
+        "| nodes wrong / correct / unsolved |\n"
+        "|---|---|---|---|---|---|\n"
+    )
+    args.out.write_text(head + "\n".join(summary) + "\n\n" + "\n".join(sections) + "\n", encoding="utf-8")
+    print(head + "\n".join(summary))
+    info: dict[str, Any] = json.loads((args.model / "training.json").read_text(encoding="utf-8"))
+    print(f"weights: step {info.get('step')}")
+
+
+if __name__ == "__main__":
+    main()
