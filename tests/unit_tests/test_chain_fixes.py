@@ -99,6 +99,13 @@ def test_a_reply_cut_at_the_reply_limit_is_truncated_too() -> None:
         ("Is Toronto in Canada?", "Yes.", False),
         ("Is Toronto in Canada?", "No", False),
         ("Who is the performer of Spirit If...?", "Kevin Drew", False),
+        # The numeral "I" is a word of the answer, not the "I" of "I don't know" (the HotpotQA run's
+        # "Which NCAA Division was the Big 12 Conference in?" -> "Division I." was taken as unknown).
+        ("Which NCAA Division was the Big 12 Conference in?", "Division I.", False),
+        ("Which war did he fight in?", "World War I", False),
+        ("Which NCAA Division was the Big 12 Conference in?", "Sorry, I don't know.", True),
+        ("Which NCAA Division was the Big 12 Conference in?", "I'm not sure", True),
+        ("Which NCAA Division was the Big 12 Conference in?", "Division.", True),
     ],
 )
 def test_an_answer_that_only_restates_its_query_answers_nothing(query: str, answer: str, restates: bool) -> None:

@@ -234,3 +234,40 @@ def test_searchain_records_keep_the_gold_supporting_paragraphs(tmp_path: Path) -
     records = {r["method"]: r for r in read_records(out)}
     assert records["searchain"]["supporting"] == [{"title": "Kevin Drew", "text": "Kevin Drew was born in Toronto."}]
     assert "supporting" not in records["cot"]
+
+
+def test_a_traced_statement_that_contradicts_irs_answer_is_composed_from_the_path() -> None:
+    """The HotpotQA run's Sachin Warrier tree: the path held IR's "Mumbai", the tracing wrote "Kochi [2]"."""
+    against = (
+        "[Final Content]: The capital of Ohio is Columbus [1]. Buses there leave from the High Street depot [2]. "
+        "So the final answer is Columbus Bus Station."
+    )
+    out = _columbus(against)
+    assert any("cites [2] for a statement without the answer IR gave there" in w for w in out["warnings"])
+    assert "High Street" not in out["final_content"] and "Columbus Bus Station [2]" in out["final_content"]
+    assert out["answer"] == "Columbus Bus Station"
+    agreeing = against.replace("the High Street depot [2]", "the Columbus Bus Station on Town Street [2]")
+    kept = _columbus(agreeing)
+    assert kept["final_content"] == agreeing.removeprefix("[Final Content]: ")
+    assert not any("for a statement without" in w for w in kept["warnings"])
+
+
+@pytest.mark.parametrize(
+    ("content", "against"),
+    [
+        ("TCS is headquartered in Kochi [2]. So the final answer is Kochi.", [2]),
+        ("TCS is headquartered in Mumbai [2]. So the final answer is Mumbai.", []),
+        ("He worked at Tata Consultancy Services [1]. It is based in Mumbai [2].", []),  # half of g's words
+        ("He worked at Google [1]. It is in Mumbai [2].", []),  # [1] is the LLM's own: not checked
+        ("It is in Kochi [1][2]. Mumbai [2].", [2]),
+        ("No citation at all.", []),
+    ],
+)
+def test_statements_against_path(content: str, against: list[int]) -> None:
+    from searchain_graph.method.nodes import statements_against_path
+
+    def ref(index: int, answer: str, source: str) -> Any:
+        return {"index": index, "query": "q", "answer": answer, "source": source, "document": None}
+
+    path = [ref(1, "Tata Consultancy Services in Kochi", "llm"), ref(2, "Mumbai, Maharashtra", "corrected")]
+    assert statements_against_path(content, path) == against

@@ -34,7 +34,9 @@ __all__ = [
     "answer_kind",
     "comparable",
     "names_in",
+    "open_heads",
     "packaged_encoder",
+    "relations",
     "same_kind",
     "shared_semantic_duplicate",
 ]
@@ -72,29 +74,125 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
+_PREPOSITIONS = frozenset("of in on at for from to by with about into during after before since as than".split())
+_AUXILIARIES = frozenset(
+    "is are was were be been being do does did has have had can could will would shall should may might must".split()
+)
+_STOP_HEAD = (
+    _PREPOSITIONS | _AUXILIARIES | frozenset("that who whom whose which what where when why how and or".split())
+)
+_GENERIC_HEADS = frozenset("name names thing things one ones kind type sort".split())
+"""Heads that say nothing of the answer: "What is the name of the actress ..." reads on to "actress"."""
+_HEAD_KINDS: dict[str, frozenset[str]] = {
+    "person": frozenset(
+        "person people man woman actor actress singer author writer director player artist spouse wife husband "
+        "father mother son daughter child children parent parents brother sister sibling founder producer composer "
+        "performer creator owner leader president king queen predecessor successor coach member musician poet "
+        "painter designer architect inventor illustrator character".split()
+    ),
+    "place": frozenset(
+        "city country state town place location county region province continent venue stadium birthplace "
+        "headquarters capital village island district".split()
+    ),
+    "time": frozenset("year date day month time century decade era".split()),
+    "quantity": frozenset("number percentage age population amount count".split()),
+}
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def open_heads(query: str) -> tuple[str, ...]:
+    """The words that may be the head noun of an open "What/Which X ...?" query, in order.
+
+    The words between the question word (and a copula, "What is the X ...?") and the first
+    auxiliary, preposition or relative word, lower case, singular, at most three: "What opera did
+    ...?" -> ``("opera",)``; "Which album came out from ...?" -> ``("album", "came", "out")`` (no
+    parser tells the verb here; the head is among them); "What is the name of the actress who
+    ...?" -> ``("actress",)`` (a generic head reads on past "of"); "What is John's role?" ->
+    ``("role",)``. Empty when the query is not open or names no head ("What did X do?").
+    """
+    text = " ".join(re.sub(r"[^\w\s'-]", " ", query.lower()).split())
+    match = re.match(r"^(?:(?:in|at|on|for|from|to|of|with|by) )?(?:what|which) (.*)$", text)
+    if not match:
+        return ()
+    words = match.group(1).split()
+    if words and words[0] in ("is", "are", "was", "were"):
+        words = words[1:]  # "What is the X of Y?": the head is X's
+    words = [w for w in words if w not in ("the", "a", "an")]
+    names = names_in(query)
+    head: list[str] = []
+    for i, word in enumerate(words):
+        if word in _STOP_HEAD:
+            if word == "of" and head and head[-1] in _GENERIC_HEADS:
+                head = []  # "the name of the actress": read on
+                continue
+            break
+        head.append(re.sub(r"'s$", "", word))
+        if word.endswith("'s") and i + 1 < len(words) and words[i + 1] not in _STOP_HEAD and set(head) <= names:
+            head = []  # "John Lynch-Staunton's role": the head follows a name's possessive
+    return tuple(dict.fromkeys(_singular(w) for w in head[:3] if w not in _GENERIC_HEADS))
+
+
 def answer_kind(query: str) -> str:
-    """The kind of answer ``query`` asks for, from its question word.
+    """The kind of answer ``query`` asks for, from its question word (and an open query's head noun).
 
     One of ``time``, ``place``, ``person``, ``quantity``, ``reason``, ``definition`` (a short "What
-    is X?"), ``yes_no``, else :data:`ANY_KIND`.
+    is X?", or "What is the X?" with nothing after X), ``yes_no``; for an open "What/Which X ...?"
+    whose head noun names one of those kinds, that kind ("What is the spouse of X?": ``person``),
+    else ``"thing:"`` and its candidate heads (:func:`open_heads`; "What opera did ...?":
+    ``thing:opera``); else :data:`ANY_KIND`.
     """
     text = " ".join(re.sub(r"[^\w\s?'-]", " ", query.lower()).split())
     for kind, pattern in _KINDS:
         if pattern.search(text):
             return kind
-    return ANY_KIND
+    if re.match(r"^what (is|are|was|were) ([\w'-]+ ){0,6}[\w'-]+\??$", text) and not re.search(
+        r"\b(of|in|on|at|for|from|by|with|did|does|do)\b|'s\b", text.split(" ", 2)[-1]
+    ):
+        return "definition"  # "What is the Roud Folk Song Index?"
+    heads = open_heads(query)
+    if not heads:
+        return ANY_KIND
+    for word in heads:
+        for kind, nouns in _HEAD_KINDS.items():
+            if word in nouns:
+                return kind
+    return f"thing:{'|'.join(heads)}"
 
 
 def same_kind(a: str, b: str) -> bool:
     """Whether two queries can ask the same thing: the same kind of answer, or one of them open.
 
-    A definition ("What is X?") and a yes/no question are never open: they match only their own kind.
+    A definition ("What is X?") and a yes/no question are never open: they match only their own
+    kind. An open query with a head noun ("What opera ...?", ``thing:opera``) matches only a query
+    that may have the same head, or one with no head at all.
     """
     ka, kb = answer_kind(a), answer_kind(b)
     if ka == kb:
         return True
     closed = {"definition", "yes_no"}
+    if ka.startswith("thing:") and kb.startswith("thing:"):
+        return bool(set(open_heads(a)) & set(open_heads(b)))
+    if ka.startswith("thing:") or kb.startswith("thing:"):
+        return ANY_KIND in (ka, kb)
     return (ka == ANY_KIND and kb not in closed) or (kb == ANY_KIND and ka not in closed)
+
+
+_RELATION = re.compile(r"\b[A-Z][\w-]*['’]s\s+([a-z][\w-]*)|\bthe\s+([a-z][\w-]*)\s+of\s+(?:the\s+)?[A-Z]")
+
+
+def _identity(query: str) -> bool:
+    """Whether ``query`` asks only who or what its names are ("Who was Robert Suettinger?")."""
+    words = set(re.sub(r"['’]s\b", "", re.sub(r"[^\w\s'’-]", " ", query.lower())).split())
+    return not words - names_in(query) - {"who", "what", "is", "was", "are", "were", "the", "a", "an"}
+
+
+def relations(query: str) -> set[str]:
+    """What a query asks *of* a name: "X's predecessor", "the predecessor of X" -> ``{"predecessor"}``."""
+    found = {(m.group(1) or m.group(2)).lower() for m in _RELATION.finditer(query)}
+    return {_singular(w) for w in found} - _GENERIC_HEADS
 
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -118,11 +216,16 @@ def names_in(query: str) -> set[str]:
 def comparable(a: str, b: str) -> bool:
     """Whether two queries may be one query.
 
-    They ask for the same kind of answer (:func:`same_kind`), name the same numbers, and the names
-    of one are all names of the other (a paraphrase may drop a name, "Who played Corliss Archer?",
+    They ask for the same kind of answer (:func:`same_kind`), name the same numbers, do not ask two
+    different relations of a name, nor one relation and the name itself (:func:`relations`: "Who
+    was X's predecessor?" is not "Who was X?", nor "Who was X's successor?"), and the names of one
+    are all names of the other (a paraphrase may drop a name, "Who played Corliss Archer?",
     but not swap one: "... of Ireland?" is not "... of India?").
     """
     if not same_kind(a, b) or sorted(_NUMBER.findall(a)) != sorted(_NUMBER.findall(b)):
+        return False
+    ra, rb = relations(a), relations(b)
+    if (ra and rb and not ra & rb) or (ra and not rb and _identity(b)) or (rb and not ra and _identity(a)):
         return False
     na, nb = names_in(a), names_in(b)
     return na <= nb or nb <= na

@@ -25,6 +25,7 @@ them, sync or async, and writes the round, the cost and the start of a run.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -44,8 +45,10 @@ from searchain_graph.method.parsing import (
     copied_names,
     drop_invalid_citations,
     extract_final_answer,
+    mentions,
     parse_chain,
     restates_query,
+    strip_citations,
 )
 from searchain_graph.method.prompts import (
     COMPLETION_PROMPT,
@@ -354,9 +357,35 @@ def _final_content(state: SearChainState, task: str, reply: str | None) -> dict[
             update["warnings"].append(
                 "the tracing output cited no passage; the final content was composed from the path"
             )
+        elif against := statements_against_path(content, path):
+            content = compose_from_path(path, best_answer(content))
+            update["warnings"].append(
+                f"the tracing output cites {', '.join(f'[{n}]' for n in against)} for a statement without the "
+                "answer IR gave there; the final content was composed from the path"
+            )
     answer = best_answer(content) or content
     out = bounded_output(content, answer, update["warnings"], no_answer=NO_ANSWER)
     return {**update, **out}
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def statements_against_path(content: str, path: Sequence[Reference]) -> list[int]:
+    """The entries of *R* changed by IR that a statement of ``content`` cites without stating.
+
+    A sentence citing ``[n]``, where entry ``n``'s answer was corrected or completed by IR, must
+    state that answer (:func:`~searchain_graph.method.parsing.mentions`); "TCS is headquartered in
+    Kochi [2]", where IR's entry 2 says Mumbai, cites the passage it contradicts. Entries the LLM
+    answered itself are not checked: their passage agreed with the LLM, or was not trusted.
+    """
+    changed = {r["index"]: r["answer"] for r in path if r.get("source") in ("corrected", "completed")}
+    against: list[int] = []
+    for sentence in _SENTENCE_END.split(content or ""):
+        for n in citations(sentence):
+            if n in changed and n not in against and not mentions(strip_citations(sentence), changed[n]):
+                against.append(n)
+    return against
 
 
 def compose_from_path(path: Sequence[Reference], answer: str) -> str:

@@ -183,8 +183,10 @@ _STOPWORDS = frozenset(
 )
 _NO_KNOWLEDGE = frozenset(
     "unknown not known know don t do i no information idea answer cannot can sure unsure unclear available "
-    "provided specified mentioned found given n sorry".split()
+    "provided specified mentioned found given n sorry m ve".split()
 )
+_NUMERAL_I = re.compile(r"[A-Za-z0-9]\s+I\b(?!['’])")
+"""An "I" after a word: a Roman numeral ("Division I."), where the pronoun starts its clause."""
 _GENERIC = frozenset("actress actor person people man woman name named called someone character role".split())
 """Words that name no one: "played by actress Corliss Archer" says nothing "played Corliss Archer" did not."""
 
@@ -201,7 +203,10 @@ def restates_query(query: str, answer: str | None) -> bool:
         return False
     said = set(normalize_answer(answer).split()) - _STOPWORDS
     asked = set(normalize_answer(query).split())
-    return said <= asked | _NO_KNOWLEDGE | _GENERIC
+    # "I" right after a word is the numeral ("Division I", "World War I"), not the pronoun of
+    # "I don't know": then it is a word of the answer.
+    unknown = _NO_KNOWLEDGE - {"i"} if _NUMERAL_I.search(answer) else _NO_KNOWLEDGE
+    return said <= asked | unknown | _GENERIC
 
 
 def normalize_answer(text: str) -> str:
@@ -227,6 +232,22 @@ def answer_contains(answer: str | None, span: str) -> bool:
         return True
     hay = normalize_answer(answer or "")
     return f" {needle} " in f" {hay} "
+
+
+def mentions(text: str | None, span: str | None) -> bool:
+    """Whether ``text`` states ``span``: it contains it, or at least half of its content words.
+
+    Looser than :func:`answer_contains`, for a reader's *g* that is a long span ("Tata Consultancy
+    Services in Kochi") restated in other words around it. A span with no content word is
+    mentioned by any text.
+    """
+    if answer_contains(text, span or ""):
+        return True
+    wanted = set(normalize_answer(span or "").split()) - _STOPWORDS
+    if not wanted:
+        return True
+    have = set(normalize_answer(text or "").split())
+    return 2 * len(wanted & have) >= len(wanted)
 
 
 def copied_names(text: str | None, question: str, names: Sequence[str]) -> list[str]:
