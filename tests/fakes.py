@@ -287,6 +287,21 @@ def slow_serve_llm() -> RuleChatModel:
     return RuleChatModel(respond=respond)
 
 
+def paced_serve_llm() -> RuleChatModel:
+    """:func:`serve_llm` taking 0.4 s per call: a run lasts seconds, long enough to kill its server mid-way.
+
+    ``searchain serve --model import:tests.fakes:paced_serve_llm`` loads it.
+    """
+    fast = serve_llm().respond
+
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        time.sleep(0.4)
+        reply: str = fast(messages)
+        return reply
+
+    return RuleChatModel(respond=respond)
+
+
 def broken_llm() -> RuleChatModel:
     """An LLM whose every call fails (``--model import:tests.fakes:broken_llm``)."""
 

@@ -236,7 +236,14 @@ def _build_parser() -> argparse.ArgumentParser:
     web.add_argument(
         "--max-concurrent", type=int, default=None, help="runs at once; the others queue (default: --batch-size)"
     )
-    web.add_argument("--keep-runs", type=int, default=100, help="finished runs kept in memory (default 100)")
+    web.add_argument("--keep-runs", type=int, default=100, help="finished runs kept (default 100)")
+    web.add_argument(
+        "--db",
+        default=None,
+        metavar="FILE",
+        help="keep runs, their events and checkpoints in this SQLite file: a restarted server lists past runs "
+        "and resumes those in flight (default: in memory)",
+    )
     web.add_argument(
         "--token",
         default=None,

@@ -2,11 +2,12 @@
 
 ``serve`` loads the model, index and reader once, when the server starts; every question shares
 them and runs under its own thread id (the graph keeps each run's checkpoints in memory until
-the run is dropped). ``serve-index`` opens one index and answers searches in the ColBERTv2
-server protocol. Both listen on 127.0.0.1 unless told otherwise, and warn when told otherwise;
-both answer only requests naming a ``Host`` they serve (``--allow-host`` adds names), and what
-they say about themselves (``/healthz``, the page) names no file path. ``serve`` beyond loopback
-always has a token.
+the run is dropped; with ``--db FILE``, runs, events and checkpoints go to a SQLite file, and a
+restarted server lists past runs and resumes the ones in flight). ``serve-index`` opens one index
+and answers searches in the ColBERTv2 server protocol. Both listen on 127.0.0.1 unless told
+otherwise, and warn when told otherwise; both answer only requests naming a ``Host`` they serve
+(``--allow-host`` adds names), and what they say about themselves (``/healthz``, the page) names
+no file path. ``serve`` beyond loopback always has a token.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def run_serve(args: argparse.Namespace) -> int:
         keep_runs=args.keep_runs,
         hosts=hosts,
         token=token,
+        db=args.db,
     )
     _say(f"serving on http://{args.host}:{args.port}/ ({about})" + (" (the token is required)" if token else ""))
     return _serve(args, app)

@@ -7,6 +7,7 @@ Routes:
   ``thread_id`` and ``events`` URL, or ``400`` naming what is wrong with the question;
 * ``GET /runs/{id}/events``: the run's progress as server-sent events (``update``, then
   ``done`` or ``failed``), each with an ``id``; ``Last-Event-ID`` resumes after it;
+* ``GET /runs``: the runs kept, newest first (status, question, answer; no output);
 * ``GET /runs/{id}``: the run as JSON (status, answer, the whole output once done);
 * ``GET /runs/{id}/tree?format=html|markdown``: the tree drawn so far, as a page or Markdown;
 * ``GET /healthz``: ``{"ok": true}`` and what is served.
@@ -28,7 +29,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
@@ -52,9 +55,12 @@ from searchain_graph.serve.http import (
 )
 from searchain_graph.serve.page import app_page
 from searchain_graph.serve.runs import RunManager
+from searchain_graph.serve.store import open_run_store, open_sqlite_checkpointer
 from searchain_graph.viz import render_tree
 
 __all__ = ["MAX_BODY_BYTES", "create_app", "last_event_id"]
+
+logger = logging.getLogger(__name__)
 
 KEEPALIVE_SECONDS = 15.0
 """An event stream with nothing new sends a comment this often, so proxies keep it open."""
@@ -89,6 +95,7 @@ def create_app(
     hosts: Iterable[str] | None = LOOPBACK_NAMES,
     body_timeout_s: float = BODY_TIMEOUT_S,
     token: str | None = None,
+    db: str | Path | None = None,
 ) -> Starlette:
     """The web app that answers questions with ``graph`` and draws each run's tree as it grows.
 
@@ -108,6 +115,10 @@ def create_app(
         body_timeout_s: A request body must arrive within this many seconds (else 408).
         token: A token every request must carry (``Authorization: Bearer``, or ``?token=``; the
             page is given it), or None.
+        db: A SQLite file that keeps the runs, their events and the graph's checkpoints (replacing
+            its checkpointer), so that they outlive the process: past runs are listed again
+            after a restart, and runs in flight resume (:meth:`RunManager.restore`). None keeps
+            them in memory.
 
     Example:
         >>> app = create_app(create_searchain_graph(llm, retriever, reader))  # doctest: +SKIP
@@ -120,6 +131,7 @@ def create_app(
         keep=keep_runs,
         max_question_chars=max_question_chars,
         max_waiting=max_waiting,
+        store=open_run_store(db),
     )
     page = app_page(title=title, about=about, max_question_chars=max_question_chars, token=token)
 
@@ -134,11 +146,14 @@ def create_app(
         if not isinstance(payload, dict) or "question" not in payload:
             return error(400, 'send {"question": "..."}')
         try:
-            run = runs.start(payload["question"])
+            run = await runs.astart(payload["question"])
         except InvalidQuestionError as exc:
             return error(400, str(exc))
         events = request.url_for("events", run_id=run.id).path
         return JSONReply({"run_id": run.id, "thread_id": run.thread_id, "events": events}, status_code=202)
+
+    async def listing(request: Request) -> Response:
+        return JSONReply({"runs": [{k: v for k, v in r.summary().items() if k != "output"} for r in runs.newest()]})
 
     async def show(request: Request) -> Response:
         run = runs.get(request.path_params["run_id"])
@@ -166,14 +181,27 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        await runs.close()
+        saver = None
+        if db is not None:
+            saver = await open_sqlite_checkpointer(db)
+            runs.graph = graph.copy(update={"checkpointer": saver})
+            recovered = await runs.restore()
+            if recovered:
+                logger.warning("%d run(s) in flight when the server last stopped: resumed or failed", len(recovered))
+        try:
+            yield
+        finally:
+            await runs.close()
+            if saver is not None:
+                await saver.conn.close()
+            runs.store.close()
 
     app = Starlette(
         routes=[
             Route("/", index),
             Route("/healthz", health),
             Route("/runs", start, methods=["POST"]),
+            Route("/runs", listing, methods=["GET"]),
             Route("/runs/{run_id}", show),
             Route("/runs/{run_id}/events", events, name="events"),
             Route("/runs/{run_id}/tree", tree),

@@ -9,6 +9,13 @@ with ``Last-Event-ID`` resumes where it stopped and never starts the question ag
 ``max_concurrent`` wait their turn (at most ``max_waiting`` of them); only the newest ``keep``
 finished runs are kept, and their checkpoints (when the graph has a checkpointer) go with them.
 :meth:`RunManager.drain` stops it on time when the server shuts down.
+
+With a durable :class:`~searchain_graph.serve.store.RunStore` (``searchain serve --db``), every
+run and event is also written to the store as it happens, and :meth:`RunManager.restore` reads
+them back when the server starts: finished runs are listed again with their events, and a run
+that was in flight when the process stopped (killed or shut down) resumes from the last
+checkpoint of its thread, is restarted from its question when no checkpoint was written, or is
+marked failed with the reason. None is silently lost.
 """
 
 from __future__ import annotations
@@ -26,12 +33,16 @@ from langgraph.graph.state import CompiledStateGraph
 from searchain_graph.method.question import InvalidQuestionError, validate_question
 from searchain_graph.method.state import OUTPUT_KEYS
 from searchain_graph.serve.http import BadRequest, lone_surrogate
+from searchain_graph.serve.store import RunStore, StoredRun
 from searchain_graph.viz import render_tree
 from searchain_graph.viz.progress import progress_line
 
 __all__ = ["Run", "RunManager"]
 
 logger = logging.getLogger(__name__)
+
+STOPPED_DURABLE = "the server stopped before the run finished; it resumes when the server starts again"
+"""What readers of a run in flight are told when a server with a durable store shuts down."""
 
 MAX_ERROR_CHARS = 500
 """An error shown to the page is cut to this length (the full traceback goes to the log)."""
@@ -57,6 +68,10 @@ class Run:
     def finished(self) -> bool:
         """Whether the run has its answer or its error."""
         return self.status in ("done", "error")
+
+    def stored(self) -> StoredRun:
+        """The run's row for a :class:`~searchain_graph.serve.store.RunStore` (events apart)."""
+        return StoredRun(self.id, self.question, self.thread_id, self.created, self.status, self.error, self.output)
 
     def summary(self) -> dict[str, Any]:
         """The run as JSON: its ids, status, question and, when done, the answer and the output."""
@@ -84,6 +99,7 @@ class RunManager:
         keep: Finished runs kept for ``/runs/{id}``; older ones are dropped.
         max_question_chars: Longer questions are refused before a run starts.
         max_waiting: Runs waiting their turn at most; more are refused (503).
+        store: Where runs and events are also written (default: nowhere, they live in memory).
     """
 
     def __init__(
@@ -95,6 +111,7 @@ class RunManager:
         keep: int = 100,
         max_question_chars: int = 2000,
         max_waiting: int = 100,
+        store: RunStore | None = None,
     ) -> None:
         if max_concurrent < 1 or keep < 1 or max_waiting < 1:
             raise ValueError("max_concurrent, keep and max_waiting must be at least 1")
@@ -105,14 +122,86 @@ class RunManager:
         self.max_waiting = max_waiting
         self.closing = False
         """Set by :meth:`drain`: no run starts any more."""
+        self.store = store if store is not None else RunStore()
         self._slots = asyncio.Semaphore(max_concurrent)
         self._runs: dict[str, Run] = {}
+
+    def newest(self) -> list[Run]:
+        """The runs kept, newest first."""
+        return sorted(self._runs.values(), key=lambda r: r.created, reverse=True)
+
+    async def restore(self) -> list[Run]:
+        """Read the stored runs back (at start): list the finished ones, resume or fail the others.
+
+        A run stored as ``queued`` or ``running`` was in flight when the process stopped. When the
+        graph's checkpointer holds its thread with steps still to run, it resumes from that
+        checkpoint; when the thread is complete, the run is finished from its state; when no
+        checkpoint was written, it starts again from its question (nothing was done that could be
+        lost). A run that cannot be read back is marked failed, with the reason.
+
+        Returns:
+            The runs that were in flight, now resumed, finished or failed.
+        """
+        recovered = []
+        for stored in self.store.load(self.keep + self.max_waiting):
+            run = Run(
+                id=stored.id,
+                question=stored.question,
+                thread_id=stored.thread_id,
+                created=stored.created,
+                status=stored.status,
+                events=list(stored.events),
+                output=stored.output,
+                error=stored.error,
+            )
+            self._runs[run.id] = run
+            if not run.finished:
+                recovered.append(run)
+                await self._recover(run)
+        return recovered
+
+    async def _recover(self, run: Run) -> None:
+        config: Any = {"configurable": {"thread_id": run.thread_id}}
+        try:
+            snapshot = await self.graph.aget_state(config) if self.graph.checkpointer is not None else None
+        except Exception as exc:  # noqa: BLE001 - an unreadable checkpoint fails the run, with the reason
+            run.error = f"the server stopped mid-run and its checkpoint could not be read: {type(exc).__name__}: {exc}"
+            await self._emit(run, "failed", {"error": run.error[:MAX_ERROR_CHARS]}, "error")
+            return
+        values = dict(snapshot.values) if snapshot is not None and snapshot.values else {}
+        if snapshot is not None and values and not snapshot.next:
+            run.output = {k: values[k] for k in OUTPUT_KEYS if k in values}
+            await self._emit(run, "done", {"answer": values.get("answer"), "html": _fragment(values)}, "done")
+            return
+        resume = bool(values)
+        note = "resumed from its last checkpoint after a restart" if resume else "restarted from its question"
+        await self._emit(run, "update", {"progress": note}, "queued")
+        run.task = asyncio.create_task(self._execute(run, resume=resume), name=f"searchain run {run.id}")
 
     def get(self, run_id: str) -> Run | None:
         """The run with this id, if it is still kept."""
         return self._runs.get(run_id)
 
-    def start(self, question: object) -> Run:
+    async def astart(self, question: object) -> Run:
+        """:meth:`start`, with the run's row written to a durable store before it returns (off the loop).
+
+        Raises:
+            As :meth:`start`.
+        """
+        return self.start(question, saved=await asyncio.to_thread(self._row_for, question))
+
+    def _row_for(self, question: object) -> StoredRun | None:
+        """Validate ``question`` and, with a durable store, write the row of the run it will start."""
+        if not self.store.durable:
+            return None
+        text = self._checked(question)
+        self._admit()
+        run_id = uuid.uuid4().hex
+        row = StoredRun(run_id, text, f"searchain-serve-{run_id}", time.time(), "queued")
+        self.store.save(row)
+        return row
+
+    def start(self, question: object, *, saved: StoredRun | None = None) -> Run:
         """Validate the question and start its run.
 
         Raises:
@@ -120,6 +209,30 @@ class RunManager:
                 lone surrogate (not text either: it cannot be written as UTF-8).
             BadRequest: 503 when the server is shutting down or ``max_waiting`` runs wait already.
         """
+        text = self._checked(question)
+        if saved is None:
+            self._admit()
+        if saved is not None:
+            run = Run(id=saved.id, question=saved.question, thread_id=saved.thread_id, created=saved.created)
+        else:
+            run_id = uuid.uuid4().hex
+            run = Run(id=run_id, question=text, thread_id=f"searchain-serve-{run_id}")
+            if self.store.durable:
+                self.store.save(run.stored())
+        run_id = run.id
+        self._runs[run_id] = run
+        run.task = asyncio.create_task(self._execute(run), name=f"searchain run {run_id}")
+        self._evict()
+        return run
+
+    def _admit(self) -> None:
+        if self.closing:
+            raise BadRequest(503, "the server is shutting down")
+        waiting = sum(1 for r in self._runs.values() if r.status == "queued")
+        if waiting >= self.max_waiting:
+            raise BadRequest(503, f"{waiting} runs are waiting already; try again later", {"retry-after": "5"})
+
+    def _checked(self, question: object) -> str:
         text = validate_question(question, self.max_question_chars)
         position = lone_surrogate(text)
         if position is not None:
@@ -127,17 +240,7 @@ class RunManager:
                 f"question holds a lone surrogate (U+{ord(text[position]):04X} at character {position}), which is "
                 "not text"
             )
-        if self.closing:
-            raise BadRequest(503, "the server is shutting down")
-        waiting = sum(1 for r in self._runs.values() if r.status == "queued")
-        if waiting >= self.max_waiting:
-            raise BadRequest(503, f"{waiting} runs are waiting already; try again later", {"retry-after": "5"})
-        run_id = uuid.uuid4().hex
-        run = Run(id=run_id, question=text, thread_id=f"searchain-serve-{run_id}")
-        self._runs[run_id] = run
-        run.task = asyncio.create_task(self._execute(run), name=f"searchain run {run_id}")
-        self._evict()
-        return run
+        return text
 
     async def events(self, run: Run, after: int = -1) -> AsyncIterator[dict[str, Any]]:
         """Every event of ``run`` with an id above ``after``, waiting for new ones until it ends."""
@@ -170,24 +273,49 @@ class RunManager:
 
     async def close(self) -> None:
         """Cancel the runs still going (the server is shutting down)."""
+        self.closing = True
         tasks = [r.task for r in self._runs.values() if r.task is not None and not r.task.done()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         for run in list(self._runs.values()):
             if not run.finished:  # cancelled before its task began: it could not say so itself
+                if self.store.durable:
+                    run.status = "error"
+                    await self._emit(run, "failed", {"error": STOPPED_DURABLE}, persist=False)
+                    continue
                 run.error = "the server stopped before the run finished"
                 await self._emit(run, "failed", {"error": run.error}, "error")
 
-    async def _emit(self, run: Run, event: str, data: Mapping[str, Any], status: str | None = None) -> None:
+    async def _emit(
+        self, run: Run, event: str, data: Mapping[str, Any], status: str | None = None, *, persist: bool = True
+    ) -> None:
         async with run.changed:
+            changed = status is not None and status != run.status
             if status is not None:
                 run.status = status
-            run.events.append({"id": len(run.events), "event": event, "data": {"status": run.status, **data}})
+            record = {"id": len(run.events), "event": event, "data": {"status": run.status, **data}}
+            run.events.append(record)
+            if persist and self.store.durable:
+                # Off the event loop: a checkpointer on the same database commits from the loop.
+                row = run.stored() if changed or event in ("done", "failed") else None
+                await asyncio.to_thread(self._persist, run.id, row, record)
             run.changed.notify_all()
 
-    async def _execute(self, run: Run) -> None:
-        await self._emit(run, "update", {"progress": "queued", "html": _fragment({"question": run.question})})
+    def _forget(self, run_id: str) -> None:
+        try:
+            self.store.delete(run_id)
+        except Exception:  # noqa: BLE001 - a store that cannot delete keeps the run; it is reloaded later
+            logger.warning("could not delete the stored run %s", run_id)
+
+    def _persist(self, run_id: str, row: StoredRun | None, record: dict[str, Any]) -> None:
+        if row is not None:
+            self.store.save(row)
+        self.store.append(run_id, record)
+
+    async def _execute(self, run: Run, *, resume: bool = False) -> None:
+        if not resume and not run.events:
+            await self._emit(run, "update", {"progress": "queued", "html": _fragment({"question": run.question})})
         try:
             async with self._slots:
                 await self._emit(run, "update", {"progress": "started"}, status="running")
@@ -197,9 +325,8 @@ class RunManager:
                     "run_name": "searchain",
                     "metadata": {"searchain_run_id": run.id},
                 }
-                stream = self.graph.astream(
-                    {"question": run.question}, config, context=self.context, stream_mode=["updates", "values"]
-                )
+                start = None if resume else {"question": run.question}  # None: on from the last checkpoint
+                stream = self.graph.astream(start, config, context=self.context, stream_mode=["updates", "values"])
                 line: str | None = None
                 async for mode, chunk in stream:
                     if not isinstance(chunk, dict):
@@ -214,6 +341,11 @@ class RunManager:
             run.output = {k: state[k] for k in OUTPUT_KEYS if k in state}
             await self._emit(run, "done", {"answer": state.get("answer"), "html": _fragment(state)}, "done")
         except asyncio.CancelledError:
+            if self.store.durable:
+                # Stored as in flight: the next start resumes it. Readers are told, and their streams end.
+                run.status = "error"
+                await self._emit(run, "failed", {"error": STOPPED_DURABLE}, persist=False)
+                raise
             run.error = "the server stopped before the run finished"
             await self._emit(run, "failed", {"error": run.error}, "error")
             raise
@@ -227,9 +359,13 @@ class RunManager:
             self._evict()
 
     def _evict(self) -> None:
+        if self.closing:
+            return  # shutting down: a run stopped now is not finished, whatever its page was told
         finished = [r for r in self._runs.values() if r.finished]
         for run in finished[: max(0, len(finished) - self.keep)]:
             del self._runs[run.id]
+            if self.store.durable:  # off the loop, as every write to the store
+                asyncio.get_running_loop().run_in_executor(None, self._forget, run.id)
             checkpointer = getattr(self.graph, "checkpointer", None)
             if checkpointer is not None and hasattr(checkpointer, "delete_thread"):
                 try:
