@@ -272,19 +272,24 @@ def serve_llm() -> RuleChatModel:
     return RuleChatModel(respond=respond)
 
 
+def _paced(seconds: float) -> RuleChatModel:
+    """:func:`serve_llm`, each call taking ``seconds`` first."""
+    fast = serve_llm().respond
+
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        time.sleep(seconds)
+        reply: str = fast(messages)
+        return reply
+
+    return RuleChatModel(respond=respond)
+
+
 def slow_serve_llm() -> RuleChatModel:
     """:func:`serve_llm` taking 30 ms per call, so that an evaluation lasts long enough to be killed mid-way.
 
     ``searchain eval --model import:tests.fakes:slow_serve_llm`` loads it.
     """
-    fast = serve_llm().respond
-
-    def respond(messages: Sequence[BaseMessage]) -> str:
-        time.sleep(0.03)
-        reply: str = fast(messages)
-        return reply
-
-    return RuleChatModel(respond=respond)
+    return _paced(0.03)
 
 
 def paced_serve_llm() -> RuleChatModel:
@@ -292,14 +297,7 @@ def paced_serve_llm() -> RuleChatModel:
 
     ``searchain serve --model import:tests.fakes:paced_serve_llm`` loads it.
     """
-    fast = serve_llm().respond
-
-    def respond(messages: Sequence[BaseMessage]) -> str:
-        time.sleep(0.4)
-        reply: str = fast(messages)
-        return reply
-
-    return RuleChatModel(respond=respond)
+    return _paced(0.4)
 
 
 def broken_llm() -> RuleChatModel:

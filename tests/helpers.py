@@ -73,6 +73,32 @@ def free_port() -> int:
     return port
 
 
+def wait_healthy(process: Any, port: int, *, within: float = 120.0, log: Path | None = None) -> None:
+    """Wait until the server ``process`` answers ``/healthz`` on 127.0.0.1:``port``; fail if it exits or is late.
+
+    A process that does not come up is killed (its whole session), and the failure shows the end
+    of ``log`` when given.
+    """
+    import os
+    import signal
+
+    import httpx
+
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            shown = log.read_text(errors="replace")[-2000:] if log is not None and log.is_file() else ""
+            pytest.fail(f"the server did not start: {shown}")
+        time.sleep(0.1)
+
+
 @contextlib.contextmanager
 def served(app: Any, port: int | None = None) -> Iterator[str]:
     """Run the ASGI ``app`` with uvicorn on 127.0.0.1 (``port``, else a free one) in a thread; yields its base URL."""

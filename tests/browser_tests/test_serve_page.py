@@ -73,37 +73,46 @@ def _wait_for_state(browser: Any, states: tuple[str, ...], timeout: float) -> st
     return str(WebDriverWait(browser, timeout, poll_frequency=0.2).until(state))
 
 
+def _start_serve(log: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``searchain serve`` with the rule-based LLM as its own process, once it answers; and its URL."""
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "searchain_graph", "serve", "--model", "import:tests.fakes:serve_llm"]
+    command += ["--corpus", str(DEMO_CORPUS), "--port", str(port), *extra]
+    with log.open("a") as out:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            if _get_json(url + "healthz")["ok"]:
+                return process, url
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            _stop_serve(process)
+            pytest.fail(f"searchain serve did not start:\n{log.read_text()}")
+        time.sleep(0.3)
+
+
+def _stop_serve(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``searchain serve`` with the rule-based LLM, as a separate process; yields its URL."""
     _browser()
-    port = _free_port()
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    command = [sys.executable, "-m", "searchain_graph", "serve", "--model", "import:tests.fakes:serve_llm"]
-    command += ["--corpus", str(DEMO_CORPUS), "--port", str(port), "--max-concurrent", "2"]
-    with log.open("w") as out:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
+    process, url = _start_serve(tmp_path_factory.mktemp("serve") / "serve.log", "--max-concurrent", "2")
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if _get_json(url + "healthz")["ok"]:
-                    break
-            except (urllib.error.URLError, ConnectionError):
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"searchain serve did not start:\n{log.read_text()}")
-            time.sleep(0.3)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop_serve(process)
 
 
 @pytest.fixture(scope="module")
@@ -219,3 +228,31 @@ def test_a_question_with_markup_is_shown_not_run(server: str, browser: Any) -> N
     assert browser.title != "pwned"
     assert "<script>" in browser.find_element(By.CSS_SELECTOR, "#tree h1").text
     assert not browser.find_elements(By.CSS_SELECTOR, "#tree h1 b")
+
+
+def test_after_a_restart_the_page_lists_past_runs_and_redraws_their_trees(browser: Any, tmp_path: Path) -> None:
+    """``searchain serve --db``: a run answered, the server stopped and started again on the same file."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    db, log = tmp_path / "serve.db", tmp_path / "serve.log"
+    process, url = _start_serve(log, "--db", str(db))
+    try:
+        assert _ask(browser, url, QUESTION) == "done"
+        answer = browser.find_element(By.ID, "tree").text
+    finally:
+        _stop_serve(process)
+    process, url = _start_serve(log, "--db", str(db))
+    try:
+        browser.get(url)
+        past = WebDriverWait(browser, 30, poll_frequency=0.2).until(
+            lambda driver: driver.find_elements(By.CSS_SELECTOR, "#past li[data-status='done'] a")
+        )
+        browser.find_element(By.CSS_SELECTOR, "#runs summary").click()  # open the list
+        assert len(past) == 1 and QUESTION in past[0].text and "(done: " in past[0].text
+        past[0].click()
+        assert _wait_for_state(browser, ("done", "error"), 60) == "done"
+        assert browser.find_element(By.ID, "tree").text == answer
+        assert len(browser.find_elements(By.CSS_SELECTOR, "section.branch")) == 3
+    finally:
+        _stop_serve(process)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import free_port, read_events
+from tests.helpers import free_port, read_events, wait_healthy
 
 pytest.importorskip("starlette")
 pytest.importorskip("langgraph.checkpoint.sqlite")
@@ -41,17 +41,8 @@ def _start(db: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
         process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                return process
-        except httpx.HTTPError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            os.killpg(process.pid, signal.SIGKILL)
-            pytest.fail(f"the server did not start: {log.read_text()[-2000:]}")
-        time.sleep(0.1)
+    wait_healthy(process, port, log=log)
+    return process
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:

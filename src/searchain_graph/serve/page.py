@@ -8,9 +8,13 @@ by the server, so the script inserts no text of its own as markup). The address 
 id (``?run=ID``), so a reload follows the same run instead of asking again. When the server has a
 token, the page carries it and sends it with each request.
 
+The list under it (``GET runs``) names the runs the server keeps, past ones too when it keeps them
+in a database (``searchain serve --db``); a click follows one.
+
 Hooks for tests: ``form#ask``, ``input#question``, ``button#submit``, ``ol#log`` (one ``li`` per
-progress line), ``div#view`` (the tree: ``div#tree[data-done]``), ``p#error``, and
-``body[data-state]`` (``idle``, ``running``, ``done`` or ``error``).
+progress line), ``div#view`` (the tree: ``div#tree[data-done]``), ``p#error``, ``ul#past`` (one
+``li[data-run][data-status]`` per run), and ``body[data-state]`` (``idle``, ``running``, ``done``
+or ``error``).
 """
 
 from __future__ import annotations
@@ -76,8 +80,27 @@ _SCRIPT = """
     history.replaceState(null, "", withToken("?run=" + encodeURIComponent(body.run_id)));
     follow(body.run_id, body.events);
   });
+  const open = (runId) => {
+    history.replaceState(null, "", withToken("?run=" + encodeURIComponent(runId)));
+    follow(runId, "runs/" + encodeURIComponent(runId) + "/events");
+  };
+  async function listRuns() {
+    const headers = TOKEN ? {authorization: "Bearer " + TOKEN} : {};
+    let body;
+    try { body = await (await fetch("runs", {headers})).json(); } catch (e) { return; }
+    const past = document.getElementById("past");
+    past.replaceChildren(...(body.runs || []).map((run) => {
+      const li = document.createElement("li"), a = document.createElement("a");
+      li.dataset.run = run.run_id; li.dataset.status = run.status;
+      a.href = withToken("?run=" + encodeURIComponent(run.run_id));
+      a.textContent = run.question + " (" + run.status + (run.answer ? ": " + run.answer : "") + ")";
+      a.addEventListener("click", (ev) => { ev.preventDefault(); open(run.run_id); });
+      li.append(a); return li;
+    }));
+  }
   const again = new URLSearchParams(location.search).get("run");
   if (again) follow(again, "runs/" + encodeURIComponent(again) + "/events");
+  listRuns();
 })();
 """
 
@@ -101,5 +124,6 @@ def app_page(*, title: str, about: str, max_question_chars: int, token: str | No
         f'maxlength="{max_question_chars}" placeholder="A multi-hop question" autocomplete="off">'
         '<button id="submit" type="submit">Ask</button></form>'
         '<p id="error" role="alert"></p><ol id="log"></ol><div id="view"></div>'
+        '<details id="runs"><summary>Runs</summary><ul id="past"></ul></details>'
         f"</main><script>{script}</script></body></html>\n"
     )
