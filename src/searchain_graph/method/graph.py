@@ -128,6 +128,7 @@ def create_searchain_graph(
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     on_busy: OnBusy = "reject",
     name: str = "searchain",
+    review: bool = False,
 ) -> SearChainGraph:
     """Build SearChain (Search-in-the-Chain, Xu et al. WWW 2024) as a compiled LangGraph graph.
 
@@ -184,6 +185,11 @@ def create_searchain_graph(
             ``"wait"`` runs it when the other ends. Two runs never interleave one thread's
             checkpoints (:mod:`searchain_graph.method.threads`).
         name: The graph's run name in traces.
+        review: Pause before IR overrules the LLM: each correction is an ``interrupt()`` whose
+            payload is the node, the LLM's answer, *g*, *f* against θ and the passage
+            (:func:`~searchain_graph.method.nodes.review_payload`); the run goes on with
+            ``Command(resume="accept" | "reject" | {"decision": "edit", "answer": ...})``, and
+            the tree records the decision (``decided_by="ir+person"``). Needs a checkpointer.
 
     Returns:
         The compiled graph (a :class:`~langgraph.graph.state.CompiledStateGraph`). Input
@@ -226,7 +232,9 @@ def create_searchain_graph(
             raise TypeError(f"context must be a SearChainContext, got {type(ctx).__name__}")
         return ctx.resolve(defaults)
 
-    steps = SearChainSteps(duplicate_rule(is_duplicate))
+    if review and checkpointer in (None, False):
+        raise ValueError("review=True pauses runs for a person, which needs a checkpointer (checkpointer=...)")
+    steps = SearChainSteps(duplicate_rule(is_duplicate), review=review)
     driver = StepDriver(
         "searchain",
         llm,

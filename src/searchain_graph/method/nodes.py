@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableLambda
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 
 from searchain_graph.ir.corpus import joined_text
 from searchain_graph.ir.readers.base import ReaderOutput, usable_confidence
@@ -105,10 +105,13 @@ class SearChainSteps:
 
     Args:
         is_duplicate: ``DuplicateQuery(q_i, M)``.
+        review: Pause before each correction for a person to accept, reject or edit it
+            (:func:`review_payload`, :func:`review_decision`); the graph needs a checkpointer.
     """
 
-    def __init__(self, is_duplicate: QueryMatcher) -> None:
+    def __init__(self, is_duplicate: QueryMatcher, *, review: bool = False) -> None:
         self.is_duplicate = is_duplicate
+        self.review = review
         # One run per verdict in a trace.
         self.judge: RunnableLambda[dict[str, Any], dict[str, Any]] = RunnableLambda(
             lambda item: ir_verdict(**item), name="ir_check_node"
@@ -239,9 +242,16 @@ class SearChainSteps:
                 {"node": node, "result": result, "settings": settings},
                 config=trace_config("ir_check_node", rnd, searchain_node=node["index"]),
             )
+            reviewed: ReviewDecision | None = None
+            if verdict["action"] == "correction" and self.review:
+                reviewed = review_decision(interrupt(review_payload(node, result, verdict, theta, rnd)))
+                verdict, result = reviewed.apply(verdict, result)
             action = verdict["action"]
             processed.append(node["query"])
             checks.append(check_record(node, result, verdict, theta))
+            if reviewed is not None:
+                checks[-1]["decided_by"] = "ir+person"
+                checks[-1]["review"] = reviewed.record()
             if action == "no_passage":
                 warnings.append(f"round {rnd}: no passage retrieved for {node['query'][:80]!r}")
                 if node["unsolved"]:
@@ -292,6 +302,84 @@ class SearChainSteps:
             turns = tracing_turns(asked, pairs, settings.demonstrations)
             reply = yield Generate.prompt(to_messages(turn_dicts(turns)))
         return _final_content(state, settings.task, reply)
+
+
+REVIEW_DECISIONS = ("accept", "reject", "edit")
+"""What a person may answer to a correction under review."""
+
+
+def review_payload(
+    node: ChainNode, result: IRResult, verdict: dict[str, Any], theta: float, rnd: int
+) -> dict[str, Any]:
+    """What a reviewer sees before IR overrules the LLM: the node, both answers, f against θ, the passage."""
+    doc = result.get("document") or {}
+    meta = doc.get("metadata") or {}
+    return {
+        "kind": "correction",
+        "round": rnd,
+        "node": node["index"],
+        "query": node["query"],
+        "llm_answer": node["answer"],
+        "g": result["answer"],
+        "f": result["confidence"],
+        "theta": theta,
+        "reason": verdict.get("reason", ""),
+        "passage": {"title": str(meta.get("title", "")), "text": str(doc.get("page_content", ""))},
+        "decisions": list(REVIEW_DECISIONS),
+    }
+
+
+class ReviewDecision:
+    """A person's decision on one correction: ``accept`` it, ``reject`` it, or ``edit`` the answer."""
+
+    def __init__(self, decision: str, answer: str | None = None) -> None:
+        self.decision = decision
+        self.answer = answer
+
+    def apply(self, verdict: dict[str, Any], result: IRResult) -> tuple[dict[str, Any], IRResult]:
+        """The verdict and IR result the traversal goes on with."""
+        if self.decision == "reject":
+            why = f"a person rejected IR's correction ({verdict.get('reason', '')})".replace(" ()", "")
+            return {**verdict, "action": "pass", "reason": why}, result
+        if self.decision == "edit":
+            return {**verdict, "reason": "a person edited IR's correction"}, {**result, "answer": str(self.answer)}
+        return verdict, result
+
+    def record(self) -> dict[str, Any]:
+        """The decision as the tree keeps it."""
+        return {"decision": self.decision} | ({"answer": self.answer} if self.decision == "edit" else {})
+
+
+MAX_REVIEW_ANSWER_CHARS = 2000
+"""An edited answer longer than this is refused (it goes to the LLM)."""
+
+
+def review_decision(value: Any) -> ReviewDecision:
+    """Read the value a run was resumed with (``Command(resume=...)``) as a :class:`ReviewDecision`.
+
+    Takes ``"accept"`` or ``"reject"``, or a mapping ``{"decision": ..., "answer": ...}`` (``answer``
+    required for ``"edit"``, a non-empty string of at most :data:`MAX_REVIEW_ANSWER_CHARS`).
+
+    Raises:
+        ValueError: anything else, naming what is wrong.
+    """
+    if isinstance(value, str):
+        value = {"decision": value}
+    if not isinstance(value, dict):
+        raise ValueError(
+            f"a review decision is 'accept', 'reject' or {{'decision': ..., 'answer': ...}}, got {type(value).__name__}"
+        )
+    decision = value.get("decision")
+    if decision not in REVIEW_DECISIONS:
+        raise ValueError(f"review decision must be one of {', '.join(REVIEW_DECISIONS)}, got {str(decision)[:80]!r}")
+    answer = value.get("answer")
+    if decision == "edit":
+        if not isinstance(answer, str) or not answer.strip():
+            raise ValueError("an 'edit' review decision needs the answer: a non-empty string")
+        if len(answer) > MAX_REVIEW_ANSWER_CHARS:
+            raise ValueError(f"the edited answer has {len(answer):,} characters; at most {MAX_REVIEW_ANSWER_CHARS:,}")
+        return ReviewDecision("edit", answer.strip())
+    return ReviewDecision(str(decision))
 
 
 def _top_passages(

@@ -120,6 +120,10 @@ class Check(TypedDict, total=False):
     unverifiable: bool
     duplicate_of: dict[str, object]
     """``{"round", "node", "query"}``: the earlier node that asked it (duplicates)."""
+    decided_by: str
+    """``"ir+person"``: a correction a person reviewed (``review=True``); absent, IR decided alone."""
+    review: dict[str, str]
+    """The person's decision on the correction: ``{"decision": "accept"|"reject"|"edit", "answer"?}``."""
 
 
 class Branch(TypedDict):

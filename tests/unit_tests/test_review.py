@@ -1,0 +1,110 @@
+"""A person in the loop (issue 37): ``review=True`` pauses before IR overrules the LLM.
+
+:func:`tests.fakes.tree_llm`'s round 1 says Kevin Drew was born in Montreal; the reader finds
+Toronto with f = 3.0 > θ = 1.5, a correction. Under review it is an ``interrupt()`` whose payload
+is the node, both answers, f against θ and the passage; ``Command(resume=...)`` accepts, rejects
+or edits it, and the tree records who decided.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from searchain_graph import create_searchain_graph
+from searchain_graph.method.nodes import MAX_REVIEW_ANSWER_CHARS, review_decision
+from tests.fakes import QUESTION, TREE_READS, ScriptedReader, retriever, tree_llm
+
+
+def _graph(llm: Any = None) -> Any:
+    return create_searchain_graph(
+        llm or tree_llm(),
+        retriever(),
+        ScriptedReader(TREE_READS),
+        confidence_threshold=1.5,
+        checkpointer=InMemorySaver(),
+        review=True,
+    )
+
+
+def _paused(graph: Any, thread: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    config = {"configurable": {"thread_id": thread}}
+    out = graph.invoke({"question": QUESTION}, config)
+    (pause,) = out["__interrupt__"]
+    return config, pause.value
+
+
+def test_a_correction_pauses_with_what_a_reviewer_needs() -> None:
+    _, payload = _paused(_graph(), "t-payload")
+    assert payload["kind"] == "correction" and payload["round"] == 1 and payload["node"] == 2
+    assert payload["query"] == "Where was Kevin Drew born?"
+    assert payload["llm_answer"] == "Montreal." and payload["g"] == "Toronto"
+    assert payload["f"] == pytest.approx(3.0) and payload["theta"] == pytest.approx(1.5)
+    assert "Toronto" in payload["passage"]["text"] and payload["passage"]["title"]
+    assert payload["decisions"] == ["accept", "reject", "edit"]
+
+
+def test_accepted_the_run_goes_on_as_without_review_and_the_tree_says_a_person_decided() -> None:
+    graph = _graph()
+    config, _ = _paused(graph, "t-accept")
+    out = graph.invoke(Command(resume="accept"), config)
+    while "__interrupt__" in out:  # round 2 holds no correction; any later one is accepted too
+        out = graph.invoke(Command(resume="accept"), config)
+    plain = create_searchain_graph(tree_llm(), retriever(), ScriptedReader(TREE_READS), confidence_threshold=1.5)
+    assert out["answer"] == plain.invoke({"question": QUESTION})["answer"] == "Toronto Coach Terminal"
+    check = out["tree"][0]["checks"][1]
+    assert check["action"] == "correction" and check["decided_by"] == "ir+person"
+    assert check["review"] == {"decision": "accept"}
+
+
+def test_rejected_the_llms_answer_stands_and_the_traversal_goes_on() -> None:
+    graph = _graph()
+    config, _ = _paused(graph, "t-reject")
+    out = graph.invoke(Command(resume="reject"), config)
+    # Node 3 is reached in the same round (after a correction it would not be), and is a correction too.
+    (pause,) = out["__interrupt__"]
+    assert pause.value["node"] == 3 and pause.value["g"] == "Toronto Coach Terminal"
+    out = graph.invoke(Command(resume="reject"), config)
+    first = out["tree"][0]
+    assert [c["action"] for c in first["checks"]] == ["pass", "pass", "pass"]
+    assert [c.get("review") for c in first["checks"]] == [None, {"decision": "reject"}, {"decision": "reject"}]
+    assert "a person rejected IR's correction" in first["checks"][1]["reason"]
+    assert out["references"][1]["answer"] == "Montreal." and out["references"][1]["source"] == "llm"
+    assert out["rounds"] == 1  # nothing was sent back
+
+
+def test_edited_the_persons_answer_is_what_the_llm_is_told() -> None:
+    llm = tree_llm()
+    graph = _graph(llm)
+    config, _ = _paused(graph, "t-edit")
+    out = graph.invoke(Command(resume={"decision": "edit", "answer": "Toronto, Ontario"}), config)
+    while "__interrupt__" in out:
+        out = graph.invoke(Command(resume="accept"), config)
+    check = out["tree"][0]["checks"][1]
+    assert check["review"] == {"decision": "edit", "answer": "Toronto, Ontario"}
+    assert any("should be Toronto, Ontario" in str(m.content) for call in llm.calls for m in call)
+    assert out["references"][1]["answer"] == "Toronto, Ontario"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("maybe", "must be one of accept, reject, edit, got 'maybe'"),
+        (42, "got int"),
+        ({"decision": "edit"}, "needs the answer"),
+        ({"decision": "edit", "answer": "   "}, "needs the answer"),
+        ({"decision": "edit", "answer": "x" * (MAX_REVIEW_ANSWER_CHARS + 1)}, "at most"),
+        ([["accept"]], "got list"),
+    ],
+)
+def test_a_bad_decision_is_refused_by_name(value: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        review_decision(value)
+
+
+def test_review_needs_a_checkpointer() -> None:
+    with pytest.raises(ValueError, match="needs a checkpointer"):
+        create_searchain_graph(tree_llm(), retriever(), ScriptedReader(TREE_READS), review=True)
