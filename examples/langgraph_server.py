@@ -16,4 +16,8 @@ _DEFAULT = f"{_DATA / 'searchain_demo.jsonl'}:{_DATA / 'hotpotqa_dev200_paragrap
 
 llm = load_chat_model(max_batch_size=8)  # a local model decodes concurrent requests together
 retriever = BM25Retriever.from_files(os.environ.get("SEARCHAIN_CORPUS", _DEFAULT).split(":"))
-graph = create_searchain_graph(llm, retriever, BundledReader())  # the reader shipped in the package
+reader = BundledReader()  # the reader shipped in the package
+graph = create_searchain_graph(llm, retriever, reader)
+# The same, pausing before each correction for a person (an interrupt(): Studio shows its payload,
+# and "Resume" with "accept", "reject" or {"decision": "edit", "answer": "..."} goes on).
+review_graph = create_searchain_graph(llm, retriever, reader, review=True)

@@ -133,15 +133,20 @@ def browser() -> Iterator[Any]:
         driver.quit()
 
 
-def _ask(browser: Any, url: str, question: str) -> str:
-    """Type ``question`` into the page, submit it, and wait until the run ends; the body's state."""
+def _submit(browser: Any, url: str, question: str) -> None:
+    """Open the page, type ``question`` and submit it."""
     from selenium.webdriver.common.by import By
 
     browser.get(url)
-    box = browser.find_element(By.ID, "question")
-    box.clear()
-    box.send_keys(question)
+    field = browser.find_element(By.ID, "question")
+    field.clear()
+    field.send_keys(question)
     browser.find_element(By.ID, "submit").click()
+
+
+def _ask(browser: Any, url: str, question: str) -> str:
+    """Type ``question`` into the page, submit it, and wait until the run ends; the body's state."""
+    _submit(browser, url, question)
     return _wait_for_state(browser, ("done", "error"), 180)
 
 
@@ -256,3 +261,52 @@ def test_after_a_restart_the_page_lists_past_runs_and_redraws_their_trees(browse
         assert len(browser.find_elements(By.CSS_SELECTOR, "section.branch")) == 3
     finally:
         _stop_serve(process)
+
+
+@pytest.fixture(scope="module")
+def review_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``searchain serve --review``: each correction waits for a person on the page."""
+    _browser()
+    process, url = _start_serve(tmp_path_factory.mktemp("review") / "serve.log", "--review")
+    try:
+        yield url
+    finally:
+        _stop_serve(process)
+
+
+def test_a_rejected_correction_leaves_the_llms_answer(review_server: str, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    _submit(browser, review_server, QUESTION)
+    assert _wait_for_state(browser, ("review", "done", "error"), 120) == "review"
+    what = browser.find_element(By.ID, "review-what").text
+    assert "Where was Kevin Drew born?" in what and "Montreal" in what and "Toronto" in what
+    assert "Kevin Drew" in browser.find_element(By.ID, "review-passage").text
+    browser.find_element(By.ID, "reject").click()
+    assert _wait_for_state(browser, ("review", "done", "error"), 120) == "done"
+    assert not browser.find_element(By.ID, "review").is_displayed()
+    assert "Gare d'autocars de Montreal" in browser.find_element(By.ID, "tree").text
+    assert _verdicts(browser)[1][1] == "pass"  # node 2 kept the LLM's answer
+
+
+def test_an_accepted_correction_is_sent_back_as_without_review(review_server: str, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    _submit(browser, review_server, QUESTION)
+    decisions = 0
+    while (state := _wait_for_state(browser, ("review", "done", "error"), 120)) == "review" and decisions < 6:
+        browser.find_element(By.ID, "accept").click()
+        decisions += 1
+        _wait_review_hidden(browser)
+    assert state == "done" and decisions >= 1
+    assert _verdicts(browser)[1][1] == "correction"  # node 2 corrected, as a person accepted
+
+
+def _wait_review_hidden(browser: Any) -> None:
+    """Wait until the review panel is hidden again (the decision reached the server)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 30, poll_frequency=0.1).until(
+        lambda driver: not driver.find_element(By.ID, "review").is_displayed()
+    )

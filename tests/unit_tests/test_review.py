@@ -107,4 +107,79 @@ def test_a_bad_decision_is_refused_by_name(value: Any, message: str) -> None:
 
 def test_review_needs_a_checkpointer() -> None:
     with pytest.raises(ValueError, match="needs a checkpointer"):
-        create_searchain_graph(tree_llm(), retriever(), ScriptedReader(TREE_READS), review=True)
+        create_searchain_graph(tree_llm(), retriever(), ScriptedReader(TREE_READS), review=True, checkpointer=False)
+
+
+def _events_until(client: Any, url: str, stop: str, after: int | None = None) -> list[dict[str, Any]]:
+    """The run's events up to and including the first ``stop`` event (the stream stays open past a review)."""
+    import json
+
+    headers = {"Last-Event-ID": str(after)} if after is not None else {}
+    events: list[dict[str, Any]] = []
+    current: dict[str, Any] = {}
+    with client.stream("GET", url, headers=headers) as reply:
+        for line in reply.iter_lines():
+            if line.startswith(":"):
+                continue
+            if line:
+                field, _, value = line.partition(": ")
+                current[field] = json.loads(value) if field == "data" else value
+                continue
+            if current:
+                events.append(current)
+                if current["event"] in (stop, "done", "failed"):
+                    return events
+            current = {}
+    return events
+
+
+def test_the_server_pauses_a_run_for_review_and_goes_on_with_the_decision(tmp_path: Any) -> None:
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from searchain_graph.serve import create_app
+
+    app = create_app(_graph(), about="review", db=tmp_path / "serve.db")
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        run = client.post("/runs", json={"question": QUESTION}).json()
+        events = _events_until(client, run["events"], "review")
+        assert events[-1]["event"] == "review" and events[-1]["data"]["review"]["node"] == 2
+        summary = client.get(f"/runs/{run['run_id']}").json()
+        assert summary["status"] == "review" and summary["review"]["g"] == "Toronto"
+        decide = f"/runs/{run['run_id']}/review"
+        bad = client.post(decide, json={"decision": "maybe"})
+        assert bad.status_code == 400 and "must be one of accept, reject, edit" in bad.json()["error"]
+        assert client.post(decide, json="reject").status_code == 202
+        events = _events_until(client, run["events"], "review", after=int(events[-1]["id"]))
+        assert events[-1]["event"] == "review" and events[-1]["data"]["review"]["node"] == 3
+        assert client.post(decide, json="reject").status_code == 202
+        events = _events_until(client, run["events"], "done", after=int(events[-1]["id"]))
+        assert events[-1]["event"] == "done" and events[-1]["data"]["answer"] == "Gare d'autocars de Montreal"
+        late = client.post(decide, json="accept")
+        assert late.status_code == 409 and "not waiting for a review" in late.json()["error"]
+        checks = client.get(f"/runs/{run['run_id']}").json()["output"]["tree"][0]["checks"]
+        assert [c.get("decided_by") for c in checks] == [None, "ir+person", "ir+person"]
+
+
+def test_a_run_waiting_for_review_still_waits_after_a_restart(tmp_path: Any) -> None:
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from searchain_graph.serve import create_app
+
+    db = tmp_path / "serve.db"
+    with TestClient(create_app(_graph(), db=db), base_url="http://127.0.0.1") as client:
+        run = client.post("/runs", json={"question": QUESTION}).json()
+        assert _events_until(client, run["events"], "review")[-1]["event"] == "review"
+    with TestClient(create_app(_graph(), db=db), base_url="http://127.0.0.1") as client:
+        summary = client.get(f"/runs/{run['run_id']}").json()
+        assert summary["status"] == "review" and summary["review"]["node"] == 2
+        seen = _events_until(client, run["events"], "review")  # the stored events, up to the pause
+        assert client.post(f"/runs/{run['run_id']}/review", json="accept").status_code == 202
+        for _ in range(5):  # later rounds may pause again: accept each
+            events = _events_until(client, run["events"], "review", after=int(seen[-1]["id"]))
+            seen += events
+            if events[-1]["event"] != "review":
+                break
+            client.post(f"/runs/{run['run_id']}/review", json="accept")
+        assert events[-1]["event"] == "done" and events[-1]["data"]["answer"] == "Toronto Coach Terminal"

@@ -187,7 +187,7 @@ def build_graph(
     Args:
         args: ``--corpus`` or ``--index``, ``--model``, ``--llm-backend``, ``--reader``,
             ``--threshold``, ``--max-rounds``, ``--max-new-tokens``, ``--llm-timeout``, ``--task``,
-            ``--demonstrations`` and ``--duplicates``.
+            ``--demonstrations``, ``--duplicates`` and (``serve``) ``--review``.
         say: Where the progress of loading goes.
         checkpointer: Passed to :func:`create_searchain_graph`.
         max_batch_size: Local models: calls decoded together.
@@ -206,10 +206,11 @@ def build_graph(
         demonstrations=args.demonstrations or "instruction",
         is_duplicate=args.duplicates,
         checkpointer=checkpointer,
+        review=bool(getattr(args, "review", False)),
     )
     about = (
         f"LLM {stack.model_name}; {stack.source}; reader {args.reader}; task {task}; at most {args.max_rounds} rounds"
-    )
+    ) + ("; a person reviews each correction" if getattr(args, "review", False) else "")
     return graph, about
 
 

@@ -238,6 +238,11 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     web.add_argument("--keep-runs", type=int, default=100, help="finished runs kept (default 100)")
     web.add_argument(
+        "--review",
+        action="store_true",
+        help="pause before each correction: a person accepts, rejects or edits it on the page",
+    )
+    web.add_argument(
         "--db",
         default=None,
         metavar="FILE",

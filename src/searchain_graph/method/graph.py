@@ -189,7 +189,8 @@ def create_searchain_graph(
             payload is the node, the LLM's answer, *g*, *f* against θ and the passage
             (:func:`~searchain_graph.method.nodes.review_payload`); the run goes on with
             ``Command(resume="accept" | "reject" | {"decision": "edit", "answer": ...})``, and
-            the tree records the decision (``decided_by="ir+person"``). Needs a checkpointer.
+            the tree records the decision (``decided_by="ir+person"``). Needs a checkpointer: yours,
+            or the one LangGraph's server gives a graph it serves (``langgraph dev``).
 
     Returns:
         The compiled graph (a :class:`~langgraph.graph.state.CompiledStateGraph`). Input
@@ -232,8 +233,8 @@ def create_searchain_graph(
             raise TypeError(f"context must be a SearChainContext, got {type(ctx).__name__}")
         return ctx.resolve(defaults)
 
-    if review and checkpointer in (None, False):
-        raise ValueError("review=True pauses runs for a person, which needs a checkpointer (checkpointer=...)")
+    if review and checkpointer is False:
+        raise ValueError("review=True pauses runs for a person, which needs a checkpointer (checkpointer=False)")
     steps = SearChainSteps(duplicate_rule(is_duplicate), review=review)
     driver = StepDriver(
         "searchain",

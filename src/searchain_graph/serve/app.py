@@ -10,6 +10,9 @@ Routes:
 * ``GET /runs``: the runs kept, newest first (status, question, answer; no output);
 * ``GET /runs/{id}``: the run as JSON (status, answer, the whole output once done);
 * ``GET /runs/{id}/tree?format=html|markdown``: the tree drawn so far, as a page or Markdown;
+* ``POST /runs/{id}/review`` with ``"accept"``, ``"reject"`` or ``{"decision": "edit", "answer":
+  "..."}``: a run paused before a correction (``review``, a graph built with ``review=True``) goes
+  on with that decision; ``409`` when it is not waiting for one, ``400`` naming what is wrong;
 * ``GET /healthz``: ``{"ok": true}`` and what is served.
 
 Every refusal is ``{"error": "..."}`` with a 4xx status naming the problem (unknown routes and
@@ -152,6 +155,14 @@ def create_app(
         events = request.url_for("events", run_id=run.id).path
         return JSONReply({"run_id": run.id, "thread_id": run.thread_id, "events": events}, status_code=202)
 
+    async def decide(request: Request) -> Response:
+        run = runs.get(request.path_params["run_id"])
+        if run is None:
+            return error(404, "no such run")
+        payload = await read_json(request, timeout=body_timeout_s)
+        runs.decide(run, payload)
+        return JSONReply({"run_id": run.id, "status": run.status}, status_code=202)
+
     async def listing(request: Request) -> Response:
         return JSONReply({"runs": [{k: v for k, v in r.summary().items() if k != "output"} for r in runs.newest()]})
 
@@ -204,6 +215,7 @@ def create_app(
             Route("/runs", listing, methods=["GET"]),
             Route("/runs/{run_id}", show),
             Route("/runs/{run_id}/events", events, name="events"),
+            Route("/runs/{run_id}/review", decide, methods=["POST"]),
             Route("/runs/{run_id}/tree", tree),
         ],
         middleware=[Middleware(Guard, refuse=error, hosts=hosts, token=token)],

@@ -13,8 +13,9 @@ in a database (``searchain serve --db``); a click follows one.
 
 Hooks for tests: ``form#ask``, ``input#question``, ``button#submit``, ``ol#log`` (one ``li`` per
 progress line), ``div#view`` (the tree: ``div#tree[data-done]``), ``p#error``, ``ul#past`` (one
-``li[data-run][data-status]`` per run), and ``body[data-state]`` (``idle``, ``running``, ``done``
-or ``error``).
+``li[data-run][data-status]`` per run), ``div#review`` (a correction waiting for a person, with
+``button#accept``, ``button#reject``, ``input#edit-answer`` and ``button#edit``), and
+``body[data-state]`` (``idle``, ``running``, ``review``, ``done`` or ``error``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ form#ask{display:flex;gap:.5rem;margin:.4rem 0 .8rem}
   border-radius:8px;padding:.4rem .8rem .4rem 2rem;margin:.4rem 0;max-height:12rem;overflow:auto;white-space:pre}
 #log:empty{display:none}
 #error{color:#9a2a1b;font-weight:600}
+#review{background:#fff8e6;border:1px solid #e0c27a;border-radius:8px;padding:.5rem .8rem;margin:.4rem 0}
+#review blockquote{margin:.3rem 0;color:#4a5563;font-size:.85rem;max-height:8rem;overflow:auto}
 .about{color:#4a5563;font-size:.85rem}
 """
 
@@ -60,12 +63,39 @@ _SCRIPT = """
       return data;
     };
     source.addEventListener("update", show);
+    source.addEventListener("review", (ev) => { const data = show(ev); ask(runId, data.review); });
     source.addEventListener("done", (ev) => { show(ev); source.close(); setState("done"); });
     source.addEventListener("failed", (ev) => fail("The run failed: " + JSON.parse(ev.data).error));
     source.onerror = () => {
       if (source.readyState === EventSource.CLOSED) fail("Lost the run: the server stopped or no longer keeps it.");
     };
   }
+  const panel = document.getElementById("review");
+  const fmt = (f) => (typeof f === "number" ? f.toFixed(2) : String(f));
+  function ask(runId, r) {
+    document.getElementById("review-what").textContent = "Round " + r.round + ", node " + r.node + ": \u201c" +
+      r.query + "\u201d. The LLM answered \u201c" + r.llm_answer + "\u201d; IR read \u201c" + r.g +
+      "\u201d with f = " + fmt(r.f) + " > \u03b8 = " + fmt(r.theta) + ".";
+    document.getElementById("review-passage").textContent = (r.passage.title ? r.passage.title + ": " : "") +
+      r.passage.text;
+    panel.dataset.run = runId; panel.hidden = false; setState("review");
+  }
+  async function decide(value) {
+    const headers = {"content-type": "application/json"};
+    if (TOKEN) headers.authorization = "Bearer " + TOKEN;
+    let reply, body;
+    try {
+      reply = await fetch("runs/" + encodeURIComponent(panel.dataset.run) + "/review",
+        {method: "POST", headers, body: JSON.stringify(value)});
+      body = await reply.json();
+    } catch (e) { fail("Could not reach the server: " + e); return; }
+    if (!reply.ok) { error.textContent = body.error || ("HTTP " + reply.status); return; }
+    error.textContent = ""; panel.hidden = true; setState("running");
+  }
+  document.getElementById("accept").addEventListener("click", () => decide("accept"));
+  document.getElementById("reject").addEventListener("click", () => decide("reject"));
+  document.getElementById("edit").addEventListener("click",
+    () => decide({decision: "edit", answer: document.getElementById("edit-answer").value}));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     setState("running"); error.textContent = "";
@@ -123,7 +153,14 @@ def app_page(*, title: str, about: str, max_question_chars: int, token: str | No
         '<form id="ask"><input id="question" name="question" required autofocus '
         f'maxlength="{max_question_chars}" placeholder="A multi-hop question" autocomplete="off">'
         '<button id="submit" type="submit">Ask</button></form>'
-        '<p id="error" role="alert"></p><ol id="log"></ol><div id="view"></div>'
+        '<p id="error" role="alert"></p><ol id="log"></ol>'
+        '<div id="review" hidden><p><strong>IR would correct the LLM.</strong> <span id="review-what"></span></p>'
+        '<blockquote id="review-passage"></blockquote>'
+        '<button id="accept" type="button">Accept IR\'s answer</button> '
+        '<button id="reject" type="button">Keep the LLM\'s answer</button> '
+        '<input id="edit-answer" placeholder="or write the answer" autocomplete="off"> '
+        '<button id="edit" type="button">Use this answer</button></div>'
+        '<div id="view"></div>'
         '<details id="runs"><summary>Runs</summary><ul id="past"></ul></details>'
         f"</main><script>{script}</script></body></html>\n"
     )

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
 
 from searchain_graph.method.question import InvalidQuestionError, validate_question
 from searchain_graph.method.state import OUTPUT_KEYS
@@ -57,7 +58,9 @@ class Run:
     thread_id: str
     created: float = field(default_factory=time.time)
     status: str = "queued"
-    """``queued``, ``running``, ``done`` or ``error``."""
+    """``queued``, ``running``, ``review`` (paused for a person's decision), ``done`` or ``error``."""
+    review: dict[str, Any] | None = None
+    """The pending correction's payload while the run waits for a person (``review``)."""
     events: list[dict[str, Any]] = field(default_factory=list)
     output: dict[str, Any] | None = None
     error: str | None = None
@@ -83,6 +86,7 @@ class Run:
             "answer": (self.output or {}).get("answer"),
             "error": self.error,
             "events": len(self.events),
+            "review": self.review,
             "output": self.output,
         }
 
@@ -155,6 +159,11 @@ class RunManager:
                 error=stored.error,
             )
             self._runs[run.id] = run
+            if run.status == "review":
+                reviews = [e for e in run.events if e["event"] == "review"]
+                run.review = reviews[-1]["data"].get("review") if reviews else None
+                if run.review is not None:
+                    continue  # paused for a person, with its checkpoint: it waits as before
             if not run.finished:
                 recovered.append(run)
                 await self._recover(run)
@@ -225,6 +234,25 @@ class RunManager:
         self._evict()
         return run
 
+    def decide(self, run: Run, value: object) -> None:
+        """Resume a run paused for review with a person's decision (``Command(resume=value)``).
+
+        Raises:
+            BadRequest: 409 when the run is not waiting for a decision; 400 when ``value`` is not
+                one (:func:`~searchain_graph.method.nodes.review_decision` says why).
+        """
+        from searchain_graph.method.nodes import review_decision
+
+        if run.status != "review" or run.review is None:
+            raise BadRequest(409, f"run {run.id} is not waiting for a review (it is {run.status})")
+        try:
+            review_decision(value)
+        except ValueError as exc:
+            raise BadRequest(400, str(exc)) from None
+        run.review = None
+        run.status = "queued"
+        run.task = asyncio.create_task(self._execute(run, decision=value), name=f"searchain run {run.id}")
+
     def _admit(self) -> None:
         if self.closing:
             raise BadRequest(503, "the server is shutting down")
@@ -243,7 +271,10 @@ class RunManager:
         return text
 
     async def events(self, run: Run, after: int = -1) -> AsyncIterator[dict[str, Any]]:
-        """Every event of ``run`` with an id above ``after``, waiting for new ones until it ends."""
+        """Every event of ``run`` with an id above ``after``, waiting for new ones until it ends.
+
+        A run paused for review has not ended: its stream stays open through the decision.
+        """
         position = after + 1
         while True:
             async with run.changed:
@@ -313,7 +344,9 @@ class RunManager:
             self.store.save(row)
         self.store.append(run_id, record)
 
-    async def _execute(self, run: Run, *, resume: bool = False) -> None:
+    async def _execute(self, run: Run, *, resume: bool = False, decision: object = None) -> None:
+        if decision is not None:
+            resume = True
         if not resume and not run.events:
             await self._emit(run, "update", {"progress": "queued", "html": _fragment({"question": run.question})})
         try:
@@ -325,19 +358,33 @@ class RunManager:
                     "run_name": "searchain",
                     "metadata": {"searchain_run_id": run.id},
                 }
-                start = None if resume else {"question": run.question}  # None: on from the last checkpoint
+                # None: on from the last checkpoint; a Command: on with a person's decision.
+                start: Any = {"question": run.question}
+                if decision is not None:
+                    start = Command(resume=decision)
+                elif resume:
+                    start = None
                 stream = self.graph.astream(start, config, context=self.context, stream_mode=["updates", "values"])
                 line: str | None = None
+                paused: dict[str, Any] | None = None
                 async for mode, chunk in stream:
                     if not isinstance(chunk, dict):
                         continue
                     if mode == "updates":
+                        if "__interrupt__" in chunk:
+                            paused = next((dict(i.value) for i in chunk["__interrupt__"]), None)
+                            continue
                         line = progress_line(chunk, state)
                         continue
                     state = chunk
                     if line is not None or state.get("rounds"):
                         await self._emit(run, "update", {"progress": line, "html": _fragment(state)})
                     line = None
+            if paused is not None:
+                run.review = paused
+                what = f"review: IR would correct node {paused.get('node')} of round {paused.get('round')}"
+                await self._emit(run, "review", {"progress": what, "review": paused}, "review")
+                return
             run.output = {k: state[k] for k in OUTPUT_KEYS if k in state}
             await self._emit(run, "done", {"answer": state.get("answer"), "html": _fragment(state)}, "done")
         except asyncio.CancelledError:
