@@ -183,3 +183,16 @@ def test_a_run_waiting_for_review_still_waits_after_a_restart(tmp_path: Any) -> 
                 break
             client.post(f"/runs/{run['run_id']}/review", json="accept")
         assert events[-1]["event"] == "done" and events[-1]["data"]["answer"] == "Toronto Coach Terminal"
+
+
+def test_each_verdict_is_a_custom_stream_event() -> None:
+    """``stream_mode="custom"``: one event per IR verdict, so a client follows the tree without state dumps."""
+    graph = create_searchain_graph(tree_llm(), retriever(), ScriptedReader(TREE_READS), confidence_threshold=1.5)
+    events = list(graph.stream({"question": QUESTION}, stream_mode="custom"))
+    assert [(e["round"], e["node"], e["action"]) for e in events] == [
+        (1, 1, "pass"),
+        (1, 2, "correction"),
+        (2, 2, "completion"),
+    ]
+    assert all(e["searchain"] == "verdict" and e["threshold"] == pytest.approx(1.5) for e in events)
+    assert events[1]["reader_answer"] == "Toronto" and events[1]["confidence"] == pytest.approx(3.0)

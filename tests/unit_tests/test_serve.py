@@ -59,7 +59,14 @@ def test_a_run_streams_each_step_then_its_answer(client: TestClient) -> None:
     run = ask(client)
     events = read_events(client, run["events"])
     assert [e["id"] for e in events] == [str(i) for i in range(len(events))]
-    assert {e["event"] for e in events[:-1]} == {"update"} and events[-1]["event"] == "done"
+    assert {e["event"] for e in events[:-1]} == {"update", "verdict"} and events[-1]["event"] == "done"
+    # One verdict event per IR verdict (duplicates and nodes not reached are no verdicts), from the
+    # graph's custom stream: round 1 corrects node 2, round 2 completes its unsolved node.
+    assert [e["data"]["verdict"] for e in events if e["event"] == "verdict"] == [
+        "round 1, node 1: pass (f=4.00, θ=1.50)",
+        "round 1, node 2: correction (f=3.00, θ=1.50)",
+        "round 2, node 2: completion (f=2.50, θ=1.50)",
+    ]
     progress = [e["data"].get("progress") for e in events]
     assert progress[:2] == ["queued", "started"]
     assert any(p and p.startswith("  feedback: correction") for p in progress)

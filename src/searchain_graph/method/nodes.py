@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableLambda
+from langgraph.config import get_stream_writer
 from langgraph.types import Command, interrupt
 
 from searchain_graph.ir.corpus import joined_text
@@ -252,6 +253,7 @@ class SearChainSteps:
             if reviewed is not None:
                 checks[-1]["decided_by"] = "ir+person"
                 checks[-1]["review"] = reviewed.record()
+            emit_verdict(rnd, checks[-1])
             if action == "no_passage":
                 warnings.append(f"round {rnd}: no passage retrieved for {node['query'][:80]!r}")
                 if node["unsolved"]:
@@ -302,6 +304,19 @@ class SearChainSteps:
             turns = tracing_turns(asked, pairs, settings.demonstrations)
             reply = yield Generate.prompt(to_messages(turn_dicts(turns)))
         return _final_content(state, settings.task, reply)
+
+
+def emit_verdict(rnd: int, check: Check) -> None:
+    """One ``stream_mode="custom"`` event per verdict: ``{"searchain": "verdict", "round", **check}``.
+
+    A client follows the tree node by node without state dumps. Outside a graph run (a step
+    called directly) there is no stream, and nothing is sent.
+    """
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:
+        return
+    writer({"searchain": "verdict", "round": rnd, **check})
 
 
 REVIEW_DECISIONS = ("accept", "reject", "edit")

@@ -12,10 +12,11 @@ The list under it (``GET runs``) names the runs the server keeps, past ones too 
 in a database (``searchain serve --db``); a click follows one.
 
 Hooks for tests: ``form#ask``, ``input#question``, ``button#submit``, ``ol#log`` (one ``li`` per
-progress line), ``div#view`` (the tree: ``div#tree[data-done]``), ``p#error``, ``ul#past`` (one
-``li[data-run][data-status]`` per run), ``div#review`` (a correction waiting for a person, with
-``button#accept``, ``button#reject``, ``input#edit-answer`` and ``button#edit``), and
-``body[data-state]`` (``idle``, ``running``, ``review``, ``done`` or ``error``).
+progress line, and one ``li.verdict`` per IR verdict), ``div#view`` (the tree:
+``div#tree[data-done]``), ``p#error``, ``ul#past`` (one ``li[data-run][data-status]`` per run),
+``div#review`` (a correction waiting for a person, with ``button#accept``, ``button#reject``,
+``input#edit-answer`` and ``button#edit``), and ``body[data-state]`` (``idle``, ``running``,
+``review``, ``done`` or ``error``).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ _SCRIPT = """
       return data;
     };
     source.addEventListener("update", show);
+    source.addEventListener("verdict", (ev) => { const li = document.createElement("li");
+      li.className = "verdict"; li.textContent = "  " + JSON.parse(ev.data).verdict; log.append(li); });
     source.addEventListener("review", (ev) => { const data = show(ev); ask(runId, data.review); });
     source.addEventListener("done", (ev) => { show(ev); source.close(); setState("done"); });
     source.addEventListener("failed", (ev) => fail("The run failed: " + JSON.parse(ev.data).error));

@@ -1,9 +1,10 @@
 """Runs of the graph behind ``searchain serve``: each question a task, its progress a list of events.
 
 A :class:`RunManager` starts each question as an asyncio task that streams the graph
-(``stream_mode=["updates", "values"]``) under its own thread id, and records one event per step:
-the progress line of the ``updates`` chunk and the tree drawn from the state so far
-(:func:`~searchain_graph.viz.render_tree`, ``"fragment"``). Readers of a run's events
+(``stream_mode=["updates", "values", "custom"]``) under its own thread id, and records one event per
+step: the progress line of the ``updates`` chunk and the tree drawn from the state so far
+(:func:`~searchain_graph.viz.render_tree`, ``"fragment"``); and one ``verdict`` event per IR verdict,
+from the graph's custom stream (:func:`~searchain_graph.method.nodes.emit_verdict`). Readers of a run's events
 (:meth:`RunManager.events`) get every event from a given id on, so a browser that reconnects
 with ``Last-Event-ID`` resumes where it stopped and never starts the question again. Runs beyond
 ``max_concurrent`` wait their turn (at most ``max_waiting`` of them); only the newest ``keep``
@@ -364,11 +365,24 @@ class RunManager:
                     start = Command(resume=decision)
                 elif resume:
                     start = None
-                stream = self.graph.astream(start, config, context=self.context, stream_mode=["updates", "values"])
+                # With a durable store, each step's checkpoint is written before the next step runs
+                # (LangGraph 1.2 fails on "sync" without a checkpointer, where there is nothing to write).
+                durable = self.store.durable and getattr(self.graph, "checkpointer", None) is not None
+                stream = self.graph.astream(
+                    start,
+                    config,
+                    context=self.context,
+                    stream_mode=["updates", "values", "custom"],
+                    durability="sync" if durable else "async",
+                )
                 line: str | None = None
                 paused: dict[str, Any] | None = None
                 async for mode, chunk in stream:
                     if not isinstance(chunk, dict):
+                        continue
+                    if mode == "custom":
+                        if chunk.get("searchain") == "verdict":
+                            await self._emit(run, "verdict", {"verdict": _verdict_line(chunk), "check": chunk})
                         continue
                     if mode == "updates":
                         if "__interrupt__" in chunk:
@@ -419,6 +433,14 @@ class RunManager:
                     checkpointer.delete_thread(run.thread_id)
                 except Exception:  # noqa: BLE001 - a checkpointer that cannot delete keeps the thread
                     logger.warning("could not delete the checkpoints of thread %s", run.thread_id)
+
+
+def _verdict_line(check: Mapping[str, Any]) -> str:
+    """``round 1, node 2: correction (f=6.20, θ=4.65)``: one verdict for the page's log."""
+    f, theta = check.get("confidence"), check.get("threshold")
+    scores = f" (f={f:.2f}, θ={theta:.2f})" if isinstance(f, float) and isinstance(theta, float) else ""
+    who = f", {check['review']['decision']}ed by a person" if check.get("review") else ""
+    return f"round {check.get('round')}, node {check.get('node')}: {check.get('action')}{scores}{who}"
 
 
 def _fragment(state: Mapping[str, Any]) -> str:
