@@ -24,19 +24,20 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
@@ -246,6 +247,37 @@ class TransformersChatModel(BaseChatModel):
                     self._replies.pop(key, None)
         new_ids, logprobs, finish = future.result()
         return self._result(len(ids), new_ids, logprobs, finish, stops, want_logprobs, tools)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        """The reply as one chunk, the last (``chunk_position="last"``), with its usage and tool calls.
+
+        Decoding runs in the batch engine or the ONNX generator, which hand back whole replies;
+        a stream of one chunk keeps ``stream``, ``astream`` and ``astream_events`` exact.
+        """
+        message = self._generate(messages, stop=stop, run_manager=run_manager, **kwargs).generations[0].message
+        assert isinstance(message, AIMessage)
+        calls = [
+            {"name": c["name"], "args": json.dumps(c["args"]), "id": c.get("id"), "index": i}
+            for i, c in enumerate(message.tool_calls)
+        ]
+        chunk = ChatGenerationChunk(
+            message=AIMessageChunk(
+                content=message.content,
+                tool_call_chunks=calls,  # type: ignore[arg-type]
+                response_metadata=message.response_metadata,
+                usage_metadata=message.usage_metadata,
+                chunk_position="last",
+            )
+        )
+        if run_manager is not None:
+            run_manager.on_llm_new_token(str(message.content), chunk=chunk)
+        yield chunk
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable[Any, AIMessage]:
         """Bind tools, called through a text protocol (:mod:`~searchain_graph.llms.tool_calls`).
