@@ -264,7 +264,7 @@ def test_a_traced_statement_that_contradicts_irs_answer_is_composed_from_the_pat
     ],
 )
 def test_statements_against_path(content: str, against: list[int]) -> None:
-    from searchain_graph.method.nodes import statements_against_path
+    from searchain_graph.method.final_content import statements_against_path
 
     def ref(index: int, answer: str, source: str) -> Any:
         return {"index": index, "query": "q", "answer": answer, "source": source, "document": None}

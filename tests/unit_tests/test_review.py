@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from searchain_graph import create_searchain_graph
-from searchain_graph.method.nodes import MAX_REVIEW_ANSWER_CHARS, review_decision
+from searchain_graph.method.review import MAX_REVIEW_ANSWER_CHARS, review_decision
 from tests.fakes import QUESTION, TREE_READS, ScriptedReader, retriever, tree_llm
 
 

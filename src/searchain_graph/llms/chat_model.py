@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import logging
 import os
 import threading
@@ -36,7 +35,7 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -46,9 +45,10 @@ from searchain_graph.llms.hub import ModelNotFoundError
 from searchain_graph.llms.imported import imported_chat_model
 from searchain_graph.llms.onnx_genai import Backend
 from searchain_graph.llms.packaged import PACKAGED_MODELS, packaged_gguf
-from searchain_graph.llms.sampling import generate_one, repeats_at_end, trim_logprobs
+from searchain_graph.llms.replies import last_chunk, reply_message
+from searchain_graph.llms.sampling import generate_one, repeats_at_end
 from searchain_graph.llms.servers import openai_chat_model
-from searchain_graph.llms.tool_calls import chat_messages, parse_tool_calls, template_takes_tools
+from searchain_graph.llms.tool_calls import chat_messages, template_takes_tools
 from searchain_graph.llms.weights import load_transformers
 
 logger = logging.getLogger(__name__)
@@ -246,7 +246,12 @@ class TransformersChatModel(BaseChatModel):
                 with self._replies_lock:
                     self._replies.pop(key, None)
         new_ids, logprobs, finish = future.result()
-        return self._result(len(ids), new_ids, logprobs, finish, stops, want_logprobs, tools)
+        tok = self._tokenizer
+        message = reply_message(
+            len(ids), new_ids, [tok.decode([t]) for t in new_ids], tok.decode(new_ids, skip_special_tokens=True),
+            logprobs, finish, stops, want_logprobs, tools, model_name=self.model_name or self.model_path,
+        )  # fmt: skip
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(
         self,
@@ -262,19 +267,7 @@ class TransformersChatModel(BaseChatModel):
         """
         message = self._generate(messages, stop=stop, run_manager=run_manager, **kwargs).generations[0].message
         assert isinstance(message, AIMessage)
-        calls = [
-            {"name": c["name"], "args": json.dumps(c["args"]), "id": c.get("id"), "index": i}
-            for i, c in enumerate(message.tool_calls)
-        ]
-        chunk = ChatGenerationChunk(
-            message=AIMessageChunk(
-                content=message.content,
-                tool_call_chunks=calls,  # type: ignore[arg-type]
-                response_metadata=message.response_metadata,
-                usage_metadata=message.usage_metadata,
-                chunk_position="last",
-            )
-        )
+        chunk = last_chunk(message)
         if run_manager is not None:
             run_manager.on_llm_new_token(str(message.content), chunk=chunk)
         yield chunk
@@ -340,42 +333,6 @@ class TransformersChatModel(BaseChatModel):
     def _encode(self, chat: list[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> list[int]:
         inputs = self._tokenizer.apply_chat_template(chat, tools=tools, add_generation_prompt=True, return_dict=True)
         return list(inputs["input_ids"])
-
-    def _result(
-        self,
-        prompt_len: int,
-        new_ids: list[int],
-        logprobs: list[float],
-        finish: str,
-        stop: list[str],
-        want_logprobs: bool,
-        tools: Sequence[dict[str, Any]] | None = None,
-    ) -> ChatResult:
-        tok = self._tokenizer
-        text = tok.decode(new_ids, skip_special_tokens=True)
-        token_logprobs = [{"token": tok.decode([t]), "logprob": lp} for t, lp in zip(new_ids, logprobs, strict=False)]
-        if stop:
-            cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
-            if cut >= 0:
-                text = text[:cut]
-                finish = "stop"
-                if token_logprobs:
-                    token_logprobs = trim_logprobs(token_logprobs, len(text))
-        metadata: dict[str, Any] = {"model_name": self.model_name or self.model_path, "finish_reason": finish}
-        if want_logprobs:
-            metadata["logprobs"] = {"content": token_logprobs}
-        text, calls = parse_tool_calls(text, tools) if tools else (text, [])
-        message = AIMessage(
-            content=text,
-            tool_calls=calls,
-            response_metadata=metadata,
-            usage_metadata={
-                "input_tokens": prompt_len,
-                "output_tokens": len(new_ids),
-                "total_tokens": prompt_len + len(new_ids),
-            },
-        )
-        return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 def load_chat_model(

@@ -187,7 +187,7 @@ def create_searchain_graph(
         name: The graph's run name in traces.
         review: Pause before IR overrules the LLM: each correction is an ``interrupt()`` whose
             payload is the node, the LLM's answer, *g*, *f* against θ and the passage
-            (:func:`~searchain_graph.method.nodes.review_payload`); the run goes on with
+            (:func:`~searchain_graph.method.review.review_payload`); the run goes on with
             ``Command(resume="accept" | "reject" | {"decision": "edit", "answer": ...})``, and
             the tree records the decision (``decided_by="ir+person"``). Needs a checkpointer: yours,
             or the one LangGraph's server gives a graph it serves (``langgraph dev``).

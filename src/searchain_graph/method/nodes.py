@@ -20,45 +20,40 @@ them, sync or async, and writes the round, the cost and the start of a run.
   node's decision is recorded on the branch, duplicates and the nodes not reached included.
 * :meth:`SearChainSteps.feedback` renders ``PromptForVerify``/``PromptForComplete`` (Figure 3).
 * :meth:`SearChainSteps.tracing` is ``Tracing(T, R)``: a last generation writes the final content
-  with ``[n]`` citations of *R*'s passages.
+  with ``[n]`` citations of *R*'s passages, checked by :mod:`~searchain_graph.method.final_content`.
+
+With ``review=True`` the IR check pauses before each correction for a person
+(:mod:`~searchain_graph.method.review`), and every verdict goes to the custom stream.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableLambda
-from langgraph.config import get_stream_writer
 from langgraph.types import Command, interrupt
 
-from searchain_graph.ir.corpus import joined_text
 from searchain_graph.ir.readers.base import ReaderOutput, usable_confidence
 from searchain_graph.method.calls import to_messages, trace_config
 from searchain_graph.method.context import SearChainSettings
+from searchain_graph.method.final_content import final_content
 from searchain_graph.method.layouts import coq_turns, tracing_turns, turn_dicts
-from searchain_graph.method.limits import bounded_output
 from searchain_graph.method.parsing import (
     ParsedChain,
-    citations,
     copied_names,
-    drop_invalid_citations,
-    extract_final_answer,
-    mentions,
     parse_chain,
     restates_query,
-    strip_citations,
 )
 from searchain_graph.method.prompts import (
     COMPLETION_PROMPT,
     CORRECTION_PROMPT,
     DEMONSTRATION_NAMES,
-    TRACING_DEMONSTRATION_NAMES,
     TRACING_PAIR,
 )
 from searchain_graph.method.question import task_question
+from searchain_graph.method.review import ReviewDecision, emit_verdict, review_decision, review_payload
 from searchain_graph.method.state import (
     Branch,
     ChainNode,
@@ -93,9 +88,6 @@ FRESH_RUN: dict[str, Any] = {
     "final_content": "",
 }
 """What a new run starts with (the driver also validates the question and starts the rounds)."""
-
-NO_ANSWER = "the run has no answer: the LLM stated none, and none is on the path"
-"""The warning of a run that ends without an answer."""
 
 CONTINUES_AFTER = ("feedback",)
 """The step after which ``coq_generation`` continues a run; after any other, it starts one."""
@@ -303,98 +295,7 @@ class SearChainSteps:
             asked = task_question(state["question"], settings.task)
             turns = tracing_turns(asked, pairs, settings.demonstrations)
             reply = yield Generate.prompt(to_messages(turn_dicts(turns)))
-        return _final_content(state, settings.task, reply)
-
-
-def emit_verdict(rnd: int, check: Check) -> None:
-    """One ``stream_mode="custom"`` event per verdict: ``{"searchain": "verdict", "round", **check}``.
-
-    A client follows the tree node by node without state dumps. Outside a graph run (a step
-    called directly) there is no stream, and nothing is sent.
-    """
-    try:
-        writer = get_stream_writer()
-    except RuntimeError:
-        return
-    writer({"searchain": "verdict", "round": rnd, **check})
-
-
-REVIEW_DECISIONS = ("accept", "reject", "edit")
-"""What a person may answer to a correction under review."""
-
-
-def review_payload(
-    node: ChainNode, result: IRResult, verdict: dict[str, Any], theta: float, rnd: int
-) -> dict[str, Any]:
-    """What a reviewer sees before IR overrules the LLM: the node, both answers, f against θ, the passage."""
-    doc = result.get("document") or {}
-    meta = doc.get("metadata") or {}
-    return {
-        "kind": "correction",
-        "round": rnd,
-        "node": node["index"],
-        "query": node["query"],
-        "llm_answer": node["answer"],
-        "g": result["answer"],
-        "f": result["confidence"],
-        "theta": theta,
-        "reason": verdict.get("reason", ""),
-        "passage": {"title": str(meta.get("title", "")), "text": str(doc.get("page_content", ""))},
-        "decisions": list(REVIEW_DECISIONS),
-    }
-
-
-class ReviewDecision:
-    """A person's decision on one correction: ``accept`` it, ``reject`` it, or ``edit`` the answer."""
-
-    def __init__(self, decision: str, answer: str | None = None) -> None:
-        self.decision = decision
-        self.answer = answer
-
-    def apply(self, verdict: dict[str, Any], result: IRResult) -> tuple[dict[str, Any], IRResult]:
-        """The verdict and IR result the traversal goes on with."""
-        if self.decision == "reject":
-            why = f"a person rejected IR's correction ({verdict.get('reason', '')})".replace(" ()", "")
-            return {**verdict, "action": "pass", "reason": why}, result
-        if self.decision == "edit":
-            return {**verdict, "reason": "a person edited IR's correction"}, {**result, "answer": str(self.answer)}
-        return verdict, result
-
-    def record(self) -> dict[str, Any]:
-        """The decision as the tree keeps it."""
-        return {"decision": self.decision} | ({"answer": self.answer} if self.decision == "edit" else {})
-
-
-MAX_REVIEW_ANSWER_CHARS = 2000
-"""An edited answer longer than this is refused (it goes to the LLM)."""
-
-
-def review_decision(value: Any) -> ReviewDecision:
-    """Read the value a run was resumed with (``Command(resume=...)``) as a :class:`ReviewDecision`.
-
-    Takes ``"accept"`` or ``"reject"``, or a mapping ``{"decision": ..., "answer": ...}`` (``answer``
-    required for ``"edit"``, a non-empty string of at most :data:`MAX_REVIEW_ANSWER_CHARS`).
-
-    Raises:
-        ValueError: anything else, naming what is wrong.
-    """
-    if isinstance(value, str):
-        value = {"decision": value}
-    if not isinstance(value, dict):
-        raise ValueError(
-            f"a review decision is 'accept', 'reject' or {{'decision': ..., 'answer': ...}}, got {type(value).__name__}"
-        )
-    decision = value.get("decision")
-    if decision not in REVIEW_DECISIONS:
-        raise ValueError(f"review decision must be one of {', '.join(REVIEW_DECISIONS)}, got {str(decision)[:80]!r}")
-    answer = value.get("answer")
-    if decision == "edit":
-        if not isinstance(answer, str) or not answer.strip():
-            raise ValueError("an 'edit' review decision needs the answer: a non-empty string")
-        if len(answer) > MAX_REVIEW_ANSWER_CHARS:
-            raise ValueError(f"the edited answer has {len(answer):,} characters; at most {MAX_REVIEW_ANSWER_CHARS:,}")
-        return ReviewDecision("edit", answer.strip())
-    return ReviewDecision(str(decision))
+        return final_content(state, settings.task, reply)
 
 
 def _top_passages(
@@ -418,92 +319,6 @@ def _store_reads(
     for (query, _), (answer, confidence) in zip(pairs, outputs, strict=True):
         found[query]["answer"] = answer if isinstance(answer, str) else ""
         found[query]["confidence"] = usable_confidence(confidence)
-
-
-def _final_content(state: SearChainState, task: str, reply: str | None) -> dict[str, Any]:
-    """The final content and answer; uncited or missing output is composed from *R* itself."""
-    path = state.get("references") or []
-    tree = state.get("tree") or []
-    last: Branch | None = tree[-1] if tree else None
-    chain_content = last["final_content"] if last else None
-
-    def best_answer(content: str | None) -> str:
-        # Most specific first: the traced "final answer is", the chain's own, the last answer
-        # on the path, then the last answer the LLM wrote in its newest chain.
-        return (
-            extract_final_answer(content, task)
-            or extract_final_answer(chain_content, task)
-            or next((r["answer"] for r in reversed(path) if r["answer"]), "")
-            or next((n["answer"] for n in reversed(last["nodes"] if last else []) if n["answer"]), "")
-        )
-
-    update: dict[str, Any] = {"warnings": []}
-    if reply is None:
-        content = chain_content or " ".join((last["raw"] if last else "").split())
-        update["warnings"].append("no node reached the correct path; the final content is the LLM's own, uncited")
-    else:
-        raw = reply
-        content = parse_chain(raw).final_content or " ".join(raw.split())
-        content, bad = drop_invalid_citations(content, len(path))
-        if bad:
-            update["warnings"].append(f"tracing cited passages that do not exist: {sorted(set(bad))}; removed")
-        on_path = " ".join(f"{r['query']} {r['answer']} {passage_text_of(r)}" for r in path)
-        copied = copied_names(content, f"{state['question']} {on_path}", TRACING_DEMONSTRATION_NAMES)
-        if copied:
-            content = compose_from_path(path, next((r["answer"] for r in reversed(path) if r["answer"]), ""))
-            update["warnings"].append(
-                f"the tracing output repeats the worked example ({', '.join(copied)}), which neither the question "
-                "nor the path names; the final content was composed from the path"
-            )
-        elif not citations(content):
-            content = compose_from_path(path, best_answer(content))
-            update["warnings"].append(
-                "the tracing output cited no passage; the final content was composed from the path"
-            )
-        elif against := statements_against_path(content, path):
-            content = compose_from_path(path, best_answer(content))
-            update["warnings"].append(
-                f"the tracing output cites {', '.join(f'[{n}]' for n in against)} for a statement without the "
-                "answer IR gave there; the final content was composed from the path"
-            )
-    answer = best_answer(content) or content
-    out = bounded_output(content, answer, update["warnings"], no_answer=NO_ANSWER)
-    return {**update, **out}
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def statements_against_path(content: str, path: Sequence[Reference]) -> list[int]:
-    """The entries of *R* changed by IR that a statement of ``content`` cites without stating.
-
-    A sentence citing ``[n]``, where entry ``n``'s answer was corrected or completed by IR, must
-    state that answer (:func:`~searchain_graph.method.parsing.mentions`); "TCS is headquartered in
-    Kochi [2]", where IR's entry 2 says Mumbai, cites the passage it contradicts. Entries the LLM
-    answered itself are not checked: their passage agreed with the LLM, or was not trusted.
-    """
-    changed = {r["index"]: r["answer"] for r in path if r.get("source") in ("corrected", "completed")}
-    against: list[int] = []
-    for sentence in _SENTENCE_END.split(content or ""):
-        for n in citations(sentence):
-            if n in changed and n not in against and not mentions(strip_citations(sentence), changed[n]):
-                against.append(n)
-    return against
-
-
-def compose_from_path(path: Sequence[Reference], answer: str) -> str:
-    """Final content written from *R* itself: one cited sentence per step, then the answer."""
-    steps = []
-    for ref in path:
-        said = ref["answer"].strip().rstrip(".") or "not found in the passage"
-        steps.append(f"{ref['query'].rstrip(' ?')}: {said} [{ref['index']}].")
-    return " ".join(steps) + (f" So the final answer is {answer.strip().rstrip('.')}." if answer else "")
-
-
-def passage_text_of(reference: Reference) -> str:
-    """The text of a path entry's passage, title first (empty when it has none)."""
-    doc = reference.get("document")
-    return joined_text(doc["page_content"], doc.get("metadata") or {}) if doc else ""
 
 
 def settle_nodes(nodes: list[ChainNode], question: str, *, truncated: bool, names: Sequence[str] = ()) -> ParsedChain:

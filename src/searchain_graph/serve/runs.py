@@ -4,7 +4,7 @@ A :class:`RunManager` starts each question as an asyncio task that streams the g
 (``stream_mode=["updates", "values", "custom"]``) under its own thread id, and records one event per
 step: the progress line of the ``updates`` chunk and the tree drawn from the state so far
 (:func:`~searchain_graph.viz.render_tree`, ``"fragment"``); and one ``verdict`` event per IR verdict,
-from the graph's custom stream (:func:`~searchain_graph.method.nodes.emit_verdict`). Readers of a run's events
+from the graph's custom stream (:func:`~searchain_graph.method.review.emit_verdict`). Readers of a run's events
 (:meth:`RunManager.events`) get every event from a given id on, so a browser that reconnects
 with ``Last-Event-ID`` resumes where it stopped and never starts the question again. Runs beyond
 ``max_concurrent`` wait their turn (at most ``max_waiting`` of them); only the newest ``keep``
@@ -26,7 +26,6 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
@@ -35,61 +34,13 @@ from langgraph.types import Command
 from searchain_graph.method.question import InvalidQuestionError, validate_question
 from searchain_graph.method.state import OUTPUT_KEYS
 from searchain_graph.serve.http import BadRequest, lone_surrogate
+from searchain_graph.serve.run import MAX_ERROR_CHARS, STOPPED_DURABLE, Run, tree_fragment, verdict_line
 from searchain_graph.serve.store import RunStore, StoredRun
-from searchain_graph.viz import render_tree
 from searchain_graph.viz.progress import progress_line
 
 __all__ = ["Run", "RunManager"]
 
 logger = logging.getLogger(__name__)
-
-STOPPED_DURABLE = "the server stopped before the run finished; it resumes when the server starts again"
-"""What readers of a run in flight are told when a server with a durable store shuts down."""
-
-MAX_ERROR_CHARS = 500
-"""An error shown to the page is cut to this length (the full traceback goes to the log)."""
-
-
-@dataclass
-class Run:
-    """One question's run: its status, its events so far and, once done, its output."""
-
-    id: str
-    question: str
-    thread_id: str
-    created: float = field(default_factory=time.time)
-    status: str = "queued"
-    """``queued``, ``running``, ``review`` (paused for a person's decision), ``done`` or ``error``."""
-    review: dict[str, Any] | None = None
-    """The pending correction's payload while the run waits for a person (``review``)."""
-    events: list[dict[str, Any]] = field(default_factory=list)
-    output: dict[str, Any] | None = None
-    error: str | None = None
-    task: asyncio.Task[None] | None = None
-    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
-
-    @property
-    def finished(self) -> bool:
-        """Whether the run has its answer or its error."""
-        return self.status in ("done", "error")
-
-    def stored(self) -> StoredRun:
-        """The run's row for a :class:`~searchain_graph.serve.store.RunStore` (events apart)."""
-        return StoredRun(self.id, self.question, self.thread_id, self.created, self.status, self.error, self.output)
-
-    def summary(self) -> dict[str, Any]:
-        """The run as JSON: its ids, status, question and, when done, the answer and the output."""
-        return {
-            "run_id": self.id,
-            "thread_id": self.thread_id,
-            "status": self.status,
-            "question": self.question,
-            "answer": (self.output or {}).get("answer"),
-            "error": self.error,
-            "events": len(self.events),
-            "review": self.review,
-            "output": self.output,
-        }
 
 
 class RunManager:
@@ -181,7 +132,7 @@ class RunManager:
         values = dict(snapshot.values) if snapshot is not None and snapshot.values else {}
         if snapshot is not None and values and not snapshot.next:
             run.output = {k: values[k] for k in OUTPUT_KEYS if k in values}
-            await self._emit(run, "done", {"answer": values.get("answer"), "html": _fragment(values)}, "done")
+            await self._emit(run, "done", {"answer": values.get("answer"), "html": tree_fragment(values)}, "done")
             return
         resume = bool(values)
         note = "resumed from its last checkpoint after a restart" if resume else "restarted from its question"
@@ -240,9 +191,9 @@ class RunManager:
 
         Raises:
             BadRequest: 409 when the run is not waiting for a decision; 400 when ``value`` is not
-                one (:func:`~searchain_graph.method.nodes.review_decision` says why).
+                one (:func:`~searchain_graph.method.review.review_decision` says why).
         """
-        from searchain_graph.method.nodes import review_decision
+        from searchain_graph.method.review import review_decision
 
         if run.status != "review" or run.review is None:
             raise BadRequest(409, f"run {run.id} is not waiting for a review (it is {run.status})")
@@ -349,7 +300,7 @@ class RunManager:
         if decision is not None:
             resume = True
         if not resume and not run.events:
-            await self._emit(run, "update", {"progress": "queued", "html": _fragment({"question": run.question})})
+            await self._emit(run, "update", {"progress": "queued", "html": tree_fragment({"question": run.question})})
         try:
             async with self._slots:
                 await self._emit(run, "update", {"progress": "started"}, status="running")
@@ -382,7 +333,7 @@ class RunManager:
                         continue
                     if mode == "custom":
                         if chunk.get("searchain") == "verdict":
-                            await self._emit(run, "verdict", {"verdict": _verdict_line(chunk), "check": chunk})
+                            await self._emit(run, "verdict", {"verdict": verdict_line(chunk), "check": chunk})
                         continue
                     if mode == "updates":
                         if "__interrupt__" in chunk:
@@ -392,7 +343,7 @@ class RunManager:
                         continue
                     state = chunk
                     if line is not None or state.get("rounds"):
-                        await self._emit(run, "update", {"progress": line, "html": _fragment(state)})
+                        await self._emit(run, "update", {"progress": line, "html": tree_fragment(state)})
                     line = None
             if paused is not None:
                 run.review = paused
@@ -400,7 +351,7 @@ class RunManager:
                 await self._emit(run, "review", {"progress": what, "review": paused}, "review")
                 return
             run.output = {k: state[k] for k in OUTPUT_KEYS if k in state}
-            await self._emit(run, "done", {"answer": state.get("answer"), "html": _fragment(state)}, "done")
+            await self._emit(run, "done", {"answer": state.get("answer"), "html": tree_fragment(state)}, "done")
         except asyncio.CancelledError:
             if self.store.durable:
                 # Stored as in flight: the next start resumes it. Readers are told, and their streams end.
@@ -433,15 +384,3 @@ class RunManager:
                     checkpointer.delete_thread(run.thread_id)
                 except Exception:  # noqa: BLE001 - a checkpointer that cannot delete keeps the thread
                     logger.warning("could not delete the checkpoints of thread %s", run.thread_id)
-
-
-def _verdict_line(check: Mapping[str, Any]) -> str:
-    """``round 1, node 2: correction (f=6.20, θ=4.65)``: one verdict for the page's log."""
-    f, theta = check.get("confidence"), check.get("threshold")
-    scores = f" (f={f:.2f}, θ={theta:.2f})" if isinstance(f, float) and isinstance(theta, float) else ""
-    who = f", {check['review']['decision']}ed by a person" if check.get("review") else ""
-    return f"round {check.get('round')}, node {check.get('node')}: {check.get('action')}{scores}{who}"
-
-
-def _fragment(state: Mapping[str, Any]) -> str:
-    return render_tree(state, "fragment")

@@ -1,0 +1,80 @@
+"""One run of ``searchain serve``: a question, its status, its events, and how it is shown.
+
+:class:`Run` is what :class:`~searchain_graph.serve.runs.RunManager` keeps for each question, and
+what :mod:`~searchain_graph.serve.store` writes; :func:`verdict_line` and :func:`tree_fragment`
+are how a step of it reaches the page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from searchain_graph.serve.store import StoredRun
+from searchain_graph.viz import render_tree
+
+__all__ = ["MAX_ERROR_CHARS", "STOPPED_DURABLE", "Run", "tree_fragment", "verdict_line"]
+
+STOPPED_DURABLE = "the server stopped before the run finished; it resumes when the server starts again"
+"""What readers of a run in flight are told when a server with a durable store shuts down."""
+
+MAX_ERROR_CHARS = 500
+"""An error shown to the page is cut to this length (the full traceback goes to the log)."""
+
+
+@dataclass
+class Run:
+    """One question's run: its status, its events so far and, once done, its output."""
+
+    id: str
+    question: str
+    thread_id: str
+    created: float = field(default_factory=time.time)
+    status: str = "queued"
+    """``queued``, ``running``, ``review`` (paused for a person's decision), ``done`` or ``error``."""
+    review: dict[str, Any] | None = None
+    """The pending correction's payload while the run waits for a person (``review``)."""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    output: dict[str, Any] | None = None
+    error: str | None = None
+    task: asyncio.Task[None] | None = None
+    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run has its answer or its error."""
+        return self.status in ("done", "error")
+
+    def stored(self) -> StoredRun:
+        """The run's row for a :class:`~searchain_graph.serve.store.RunStore` (events apart)."""
+        return StoredRun(self.id, self.question, self.thread_id, self.created, self.status, self.error, self.output)
+
+    def summary(self) -> dict[str, Any]:
+        """The run as JSON: its ids, status, question and, when done, the answer and the output."""
+        return {
+            "run_id": self.id,
+            "thread_id": self.thread_id,
+            "status": self.status,
+            "question": self.question,
+            "answer": (self.output or {}).get("answer"),
+            "error": self.error,
+            "events": len(self.events),
+            "review": self.review,
+            "output": self.output,
+        }
+
+
+def verdict_line(check: Mapping[str, Any]) -> str:
+    """``round 1, node 2: correction (f=6.20, θ=4.65)``: one verdict for the page's log."""
+    f, theta = check.get("confidence"), check.get("threshold")
+    scores = f" (f={f:.2f}, θ={theta:.2f})" if isinstance(f, float) and isinstance(theta, float) else ""
+    who = f", {check['review']['decision']}ed by a person" if check.get("review") else ""
+    return f"round {check.get('round')}, node {check.get('node')}: {check.get('action')}{scores}{who}"
+
+
+def tree_fragment(state: Mapping[str, Any]) -> str:
+    """The tree drawn from ``state`` so far, as the page inserts it (``render_tree``'s fragment)."""
+    return render_tree(state, "fragment")
