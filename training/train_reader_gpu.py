@@ -43,7 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the tokenizer is used before the workers fork
 
-from train_reader import QUERY_TOKENS, Example, encode, load_saved_pairs  # noqa: E402
+from train_reader import QUERY_TOKENS, Example, decay_groups, encode, load_saved_pairs  # noqa: E402
 
 
 class StepBatches:
@@ -229,12 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     planned = len(batches) if args.max_steps is None else min(len(batches), args.max_steps)
     total = {"steps": planned}
 
-    no_decay = ("bias", "LayerNorm.weight")
-    groups = [
-        {"params": [q for n, q in model.named_parameters() if not n.endswith(no_decay)], "weight_decay": 0.01},
-        {"params": [q for n, q in model.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
-    ]
-    opt = torch.optim.AdamW(groups, lr=args.lr, fused=args.device == "cuda")
+    opt = torch.optim.AdamW(decay_groups(model), lr=args.lr, fused=args.device == "cuda")
 
     def lr_at(s: int) -> float:
         if s < args.warmup:
