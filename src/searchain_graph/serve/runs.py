@@ -170,12 +170,11 @@ class RunManager:
                 lone surrogate (not text either: it cannot be written as UTF-8).
             BadRequest: 503 when the server is shutting down or ``max_waiting`` runs wait already.
         """
-        text = self._checked(question)
-        if saved is None:
-            self._admit()
-        if saved is not None:
+        if saved is not None:  # validated and admitted by astart, which wrote its row
             run = Run(id=saved.id, question=saved.question, thread_id=saved.thread_id, created=saved.created)
         else:
+            text = self._checked(question)
+            self._admit()
             run_id = uuid.uuid4().hex
             run = Run(id=run_id, question=text, thread_id=f"searchain-serve-{run_id}")
             if self.store.durable:
