@@ -184,7 +184,10 @@ def test_an_unexpected_failure_is_a_json_500_that_names_no_detail(monkeypatch: p
         "message": "the retriever failed (OSError); the server's log says more",
     }
     app = web_app()
-    monkeypatch.setattr(app.state.runs, "get", lambda run_id: 1 / 0)
+    async def broken_get(run_id: str) -> None:
+        raise ZeroDivisionError
+
+    monkeypatch.setattr(app.state.runs, "aget", broken_get)
     with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as client:
         reply = client.get("/runs/x")
     assert reply.status_code == 500

@@ -45,6 +45,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from searchain_graph.method.question import InvalidQuestionError
+from searchain_graph.serve.db import open_checkpointer, open_run_store
 from searchain_graph.serve.guard import LOOPBACK_NAMES, Guard, json_errors
 from searchain_graph.serve.http import (
     BODY_TIMEOUT_S,
@@ -58,7 +59,6 @@ from searchain_graph.serve.http import (
 )
 from searchain_graph.serve.page import app_page
 from searchain_graph.serve.runs import RunManager
-from searchain_graph.serve.store import open_run_store, open_sqlite_checkpointer
 from searchain_graph.viz import render_tree
 
 __all__ = ["MAX_BODY_BYTES", "create_app", "last_event_id"]
@@ -99,6 +99,7 @@ def create_app(
     body_timeout_s: float = BODY_TIMEOUT_S,
     token: str | None = None,
     db: str | Path | None = None,
+    adopt_every_s: float = 5.0,
 ) -> Starlette:
     """The web app that answers questions with ``graph`` and draws each run's tree as it grows.
 
@@ -118,10 +119,13 @@ def create_app(
         body_timeout_s: A request body must arrive within this many seconds (else 408).
         token: A token every request must carry (``Authorization: Bearer``, or ``?token=``; the
             page is given it), or None.
-        db: A SQLite file that keeps the runs, their events and the graph's checkpoints (replacing
-            its checkpointer), so that they outlive the process: past runs are listed again
-            after a restart, and runs in flight resume (:meth:`RunManager.restore`). None keeps
-            them in memory.
+        db: A SQLite file, or a ``postgresql://`` URL, that keeps the runs, their events and the
+            graph's checkpoints (replacing its checkpointer), so that they outlive the process:
+            past runs are listed again after a restart, and runs in flight resume
+            (:meth:`RunManager.restore`). Several servers (replicas) can share one PostgreSQL
+            database: each lists and follows every run, and takes over those of a replica that
+            died. None keeps them in memory.
+        adopt_every_s: With PostgreSQL, how often a replica looks for runs whose server died.
 
     Example:
         >>> app = create_app(create_searchain_graph(llm, retriever, reader))  # doctest: +SKIP
@@ -156,22 +160,22 @@ def create_app(
         return JSONReply({"run_id": run.id, "thread_id": run.thread_id, "events": events}, status_code=202)
 
     async def decide(request: Request) -> Response:
-        run = runs.get(request.path_params["run_id"])
+        run = await runs.aget(request.path_params["run_id"])
         if run is None:
             return error(404, "no such run")
         payload = await read_json(request, timeout=body_timeout_s)
-        runs.decide(run, payload)
+        run = await runs.decide(run, payload)
         return JSONReply({"run_id": run.id, "status": run.status}, status_code=202)
 
     async def listing(request: Request) -> Response:
-        return JSONReply({"runs": [{k: v for k, v in r.summary().items() if k != "output"} for r in runs.newest()]})
+        return JSONReply({"runs": await runs.listing()})
 
     async def show(request: Request) -> Response:
-        run = runs.get(request.path_params["run_id"])
+        run = await runs.aget(request.path_params["run_id"])
         return error(404, "no such run") if run is None else JSONReply(run.summary())
 
     async def tree(request: Request) -> Response:
-        run = runs.get(request.path_params["run_id"])
+        run = await runs.aget(request.path_params["run_id"])
         if run is None:
             return error(404, "no such run")
         state = run.output or {"question": run.question}
@@ -180,7 +184,7 @@ def create_app(
         return HTMLResponse(render_tree(state, "html"))
 
     async def events(request: Request) -> Response:
-        run = runs.get(request.path_params["run_id"])
+        run = await runs.aget(request.path_params["run_id"])
         if run is None:
             return error(404, "no such run")
         after = last_event_id(request.headers.get("last-event-id"))
@@ -192,19 +196,24 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        saver = None
+        saver, close_saver, adopting = None, None, None
         if db is not None:
-            saver = await open_sqlite_checkpointer(db)
+            saver, close_saver = await open_checkpointer(db, max_size=max_concurrent + 4)
             runs.graph = graph.copy(update={"checkpointer": saver})
             recovered = await runs.restore()
             if recovered:
-                logger.warning("%d run(s) in flight when the server last stopped: resumed or failed", len(recovered))
+                logger.warning("%d run(s) in flight when a server last stopped: resumed or failed", len(recovered))
+            if runs.store.shared:  # replicas: take over the runs of one that dies
+                adopting = asyncio.create_task(runs.adopt_every(adopt_every_s), name="searchain adopt")
         try:
             yield
         finally:
+            if adopting is not None:
+                adopting.cancel()
+                await asyncio.gather(adopting, return_exceptions=True)
             await runs.close()
-            if saver is not None:
-                await saver.conn.close()
+            if close_saver is not None:
+                await close_saver()
             runs.store.close()
 
     app = Starlette(

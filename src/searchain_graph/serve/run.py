@@ -9,17 +9,28 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchain_graph.serve.store import StoredRun
+from searchain_graph.serve.store import RunStore, StoredRun
 from searchain_graph.viz import render_tree
 
-__all__ = ["MAX_ERROR_CHARS", "STOPPED_DURABLE", "Run", "tree_fragment", "verdict_line"]
+__all__ = [
+    "FOLLOW_POLL_S",
+    "MAX_ERROR_CHARS",
+    "STOPPED_DURABLE",
+    "Run",
+    "follow_store",
+    "tree_fragment",
+    "verdict_line",
+]
 
 STOPPED_DURABLE = "the server stopped before the run finished; it resumes when the server starts again"
 """What readers of a run in flight are told when a server with a durable store shuts down."""
+
+FOLLOW_POLL_S = 0.25
+"""How often a run in a shared store is read again for new events."""
 
 MAX_ERROR_CHARS = 500
 """An error shown to the page is cut to this length (the full traceback goes to the log)."""
@@ -43,10 +54,33 @@ class Run:
     task: asyncio.Task[None] | None = None
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
+    @classmethod
+    def from_stored(cls, stored: StoredRun) -> Run:
+        """The run as a store kept it; one paused for review has its payload from its last ``review`` event."""
+        run = cls(
+            id=stored.id,
+            question=stored.question,
+            thread_id=stored.thread_id,
+            created=stored.created,
+            status=stored.status,
+            events=list(stored.events),
+            output=stored.output,
+            error=stored.error,
+        )
+        if run.status == "review":
+            reviews = [e for e in run.events if e["event"] == "review"]
+            run.review = reviews[-1]["data"].get("review") if reviews else None
+        return run
+
     @property
     def finished(self) -> bool:
         """Whether the run has its answer or its error."""
         return self.status in ("done", "error")
+
+    @property
+    def live(self) -> bool:
+        """Whether the run's task is going in this process (queued or running here)."""
+        return self.task is not None and not self.task.done()
 
     def stored(self) -> StoredRun:
         """The run's row for a :class:`~searchain_graph.serve.store.RunStore` (events apart)."""
@@ -65,6 +99,32 @@ class Run:
             "review": self.review,
             "output": self.output,
         }
+
+
+async def follow_store(
+    store: RunStore, run_id: str, after: int, stop: Callable[[], bool], poll: float = FOLLOW_POLL_S
+) -> AsyncIterator[dict[str, Any]]:
+    """The events of a run in a shared store, numbered above ``after``, until the run ends.
+
+    Whichever replica writes them, they are read back every ``poll`` seconds (off the event loop).
+    A run paused for review has not ended; ``stop()`` true (the server shutting down) ends the stream.
+    """
+    position = after
+    ended = False
+    while True:
+        fresh = await asyncio.to_thread(store.events_after, run_id, position)
+        for event in fresh:
+            yield event
+            position = int(event["id"])
+        if fresh:
+            continue
+        if ended or stop():
+            return
+        row = await asyncio.to_thread(store.get_row, run_id)
+        if row is None or row.status in ("done", "error"):
+            ended = True  # its last events were written before its row: one more read takes them
+            continue
+        await asyncio.sleep(poll)
 
 
 def verdict_line(check: Mapping[str, Any]) -> str:

@@ -34,7 +34,8 @@ from langgraph.types import Command
 from searchain_graph.method.question import InvalidQuestionError, validate_question
 from searchain_graph.method.state import OUTPUT_KEYS
 from searchain_graph.serve.http import BadRequest, lone_surrogate
-from searchain_graph.serve.run import MAX_ERROR_CHARS, STOPPED_DURABLE, Run, tree_fragment, verdict_line
+from searchain_graph.serve.recovery import Recovery
+from searchain_graph.serve.run import MAX_ERROR_CHARS, STOPPED_DURABLE, Run, follow_store, tree_fragment, verdict_line
 from searchain_graph.serve.store import RunStore, StoredRun
 from searchain_graph.viz.progress import progress_line
 
@@ -43,7 +44,7 @@ __all__ = ["Run", "RunManager"]
 logger = logging.getLogger(__name__)
 
 
-class RunManager:
+class RunManager(Recovery):
     """Starts questions on one compiled graph and keeps their events.
 
     Args:
@@ -81,67 +82,31 @@ class RunManager:
         self.store = store if store is not None else RunStore()
         self._slots = asyncio.Semaphore(max_concurrent)
         self._runs: dict[str, Run] = {}
+        self._dropping: set[asyncio.Task[None]] = set()
 
     def newest(self) -> list[Run]:
         """The runs kept, newest first."""
         return sorted(self._runs.values(), key=lambda r: r.created, reverse=True)
 
-    async def restore(self) -> list[Run]:
-        """Read the stored runs back (at start): list the finished ones, resume or fail the others.
-
-        A run stored as ``queued`` or ``running`` was in flight when the process stopped. When the
-        graph's checkpointer holds its thread with steps still to run, it resumes from that
-        checkpoint; when the thread is complete, the run is finished from its state; when no
-        checkpoint was written, it starts again from its question (nothing was done that could be
-        lost). A run that cannot be read back is marked failed, with the reason.
-
-        Returns:
-            The runs that were in flight, now resumed, finished or failed.
-        """
-        recovered = []
-        for stored in self.store.load(self.keep + self.max_waiting):
-            run = Run(
-                id=stored.id,
-                question=stored.question,
-                thread_id=stored.thread_id,
-                created=stored.created,
-                status=stored.status,
-                events=list(stored.events),
-                output=stored.output,
-                error=stored.error,
-            )
-            self._runs[run.id] = run
-            if run.status == "review":
-                reviews = [e for e in run.events if e["event"] == "review"]
-                run.review = reviews[-1]["data"].get("review") if reviews else None
-                if run.review is not None:
-                    continue  # paused for a person, with its checkpoint: it waits as before
-            if not run.finished:
-                recovered.append(run)
-                await self._recover(run)
-        return recovered
-
-    async def _recover(self, run: Run) -> None:
-        config: Any = {"configurable": {"thread_id": run.thread_id}}
-        try:
-            snapshot = await self.graph.aget_state(config) if self.graph.checkpointer is not None else None
-        except Exception as exc:  # noqa: BLE001 - an unreadable checkpoint fails the run, with the reason
-            run.error = f"the server stopped mid-run and its checkpoint could not be read: {type(exc).__name__}: {exc}"
-            await self._emit(run, "failed", {"error": run.error[:MAX_ERROR_CHARS]}, "error")
-            return
-        values = dict(snapshot.values) if snapshot is not None and snapshot.values else {}
-        if snapshot is not None and values and not snapshot.next:
-            run.output = {k: values[k] for k in OUTPUT_KEYS if k in values}
-            await self._emit(run, "done", {"answer": values.get("answer"), "html": tree_fragment(values)}, "done")
-            return
-        resume = bool(values)
-        note = "resumed from its last checkpoint after a restart" if resume else "restarted from its question"
-        await self._emit(run, "update", {"progress": note}, "queued")
-        run.task = asyncio.create_task(self._execute(run, resume=resume), name=f"searchain run {run.id}")
-
     def get(self, run_id: str) -> Run | None:
-        """The run with this id, if it is still kept."""
+        """The run with this id, if this process keeps it (:meth:`aget` also reads a shared store)."""
         return self._runs.get(run_id)
+
+    async def aget(self, run_id: str) -> Run | None:
+        """The run with this id: this process's while it runs here, else, with a shared store, as stored."""
+        run = self._runs.get(run_id)
+        if not self.store.shared or (run is not None and run.live):
+            return run
+        stored = await asyncio.to_thread(self.store.get, run_id)
+        return run if stored is None else Run.from_stored(stored)
+
+    async def listing(self) -> list[dict[str, Any]]:
+        """The runs kept, newest first, as JSON without their outputs (with a shared store, every replica's)."""
+        if self.store.shared:
+            runs = [Run.from_stored(r) for r in await asyncio.to_thread(self.store.rows, self.keep)]
+        else:
+            runs = self.newest()
+        return [{k: v for k, v in r.summary().items() if k not in ("output", "events")} for r in runs]
 
     async def astart(self, question: object) -> Run:
         """:meth:`start`, with the run's row written to a durable store before it returns (off the loop).
@@ -159,6 +124,7 @@ class RunManager:
         self._admit()
         run_id = uuid.uuid4().hex
         row = StoredRun(run_id, text, f"searchain-serve-{run_id}", time.time(), "queued")
+        self.store.claim(row.thread_id)  # before the row exists: no other replica can adopt it
         self.store.save(row)
         return row
 
@@ -177,6 +143,7 @@ class RunManager:
             self._admit()
             run_id = uuid.uuid4().hex
             run = Run(id=run_id, question=text, thread_id=f"searchain-serve-{run_id}")
+            self.store.claim(run.thread_id)
             if self.store.durable:
                 self.store.save(run.stored())
         run_id = run.id
@@ -185,24 +152,39 @@ class RunManager:
         self._evict()
         return run
 
-    def decide(self, run: Run, value: object) -> None:
+    async def decide(self, run: Run, value: object) -> Run:
         """Resume a run paused for review with a person's decision (``Command(resume=value)``).
 
+        The run's thread is claimed first; with a shared store the run is read again, so that any
+        replica can take the decision on a run another one paused.
+
+        Returns:
+            The run, resuming here.
+
         Raises:
-            BadRequest: 409 when the run is not waiting for a decision; 400 when ``value`` is not
-                one (:func:`~searchain_graph.method.review.review_decision` says why).
+            BadRequest: 409 when the run is not waiting for a decision (or another replica is
+                resuming it); 400 when ``value`` is not one
+                (:func:`~searchain_graph.method.review.review_decision` says why).
         """
         from searchain_graph.method.review import review_decision
 
-        if run.status != "review" or run.review is None:
-            raise BadRequest(409, f"run {run.id} is not waiting for a review (it is {run.status})")
         try:
             review_decision(value)
         except ValueError as exc:
             raise BadRequest(400, str(exc)) from None
+        if run.status != "review" or not await asyncio.to_thread(self.store.claim, run.thread_id):
+            raise BadRequest(409, f"run {run.id} is not waiting for a review (it is {run.status})")
+        if self.store.shared:
+            stored = await asyncio.to_thread(self.store.get, run.id)
+            run = Run.from_stored(stored) if stored is not None else run
+            self._runs[run.id] = run
+        if run.status != "review" or run.review is None:
+            await self._release(run.thread_id)
+            raise BadRequest(409, f"run {run.id} is not waiting for a review (it is {run.status})")
         run.review = None
         run.status = "queued"
         run.task = asyncio.create_task(self._execute(run, decision=value), name=f"searchain run {run.id}")
+        return run
 
     def _admit(self) -> None:
         if self.closing:
@@ -224,8 +206,14 @@ class RunManager:
     async def events(self, run: Run, after: int = -1) -> AsyncIterator[dict[str, Any]]:
         """Every event of ``run`` with an id above ``after``, waiting for new ones until it ends.
 
-        A run paused for review has not ended: its stream stays open through the decision.
+        A run paused for review has not ended: its stream stays open through the decision. With a
+        shared store the events are read from it (every :data:`FOLLOW_POLL_S` seconds), whichever
+        replica writes them.
         """
+        if self.store.shared:
+            async for event in follow_store(self.store, run.id, after, lambda: self.closing):
+                yield event
+            return
         position = after + 1
         while True:
             async with run.changed:
@@ -367,6 +355,7 @@ class RunManager:
             run.error = message if len(message) <= MAX_ERROR_CHARS else message[: MAX_ERROR_CHARS - 1] + "…"
             await self._emit(run, "failed", {"error": run.error}, "error")
         finally:
+            await self._release(run.thread_id)
             self._evict()
 
     def _evict(self) -> None:
@@ -377,9 +366,14 @@ class RunManager:
             del self._runs[run.id]
             if self.store.durable:  # off the loop, as every write to the store
                 asyncio.get_running_loop().run_in_executor(None, self._forget, run.id)
-            checkpointer = getattr(self.graph, "checkpointer", None)
-            if checkpointer is not None and hasattr(checkpointer, "delete_thread"):
-                try:
-                    checkpointer.delete_thread(run.thread_id)
-                except Exception:  # noqa: BLE001 - a checkpointer that cannot delete keeps the thread
-                    logger.warning("could not delete the checkpoints of thread %s", run.thread_id)
+            if getattr(self.graph, "checkpointer", None) is not None:
+                task = asyncio.create_task(self._drop_checkpoints(run.thread_id))
+                self._dropping.add(task)
+                task.add_done_callback(self._dropping.discard)
+
+    async def _drop_checkpoints(self, thread_id: str) -> None:
+        # The async method: a saver on the loop (SQLite's, PostgreSQL's) refuses sync calls from it.
+        try:
+            await self.graph.checkpointer.adelete_thread(thread_id)  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001 - a checkpointer that cannot delete keeps the thread
+            logger.warning("could not delete the checkpoints of thread %s", thread_id)

@@ -17,11 +17,20 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MemoryRunStore", "RunStore", "SqliteRunStore", "StoredRun", "open_run_store", "open_sqlite_checkpointer"]
+__all__ = [
+    "MemoryRunStore",
+    "RunStore",
+    "SqlRunStore",
+    "SqliteRunStore",
+    "StoredRun",
+    "is_postgres_url",
+    "open_sqlite_checkpointer",
+]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS searchain_runs (
@@ -58,10 +67,22 @@ class StoredRun:
 
 
 class RunStore:
-    """Keeps nothing: the runs live only in the process (the default, as before ``--db``)."""
+    """Keeps nothing: the runs live only in the process (the default, as before ``--db``).
+
+    Every store also claims threads: a run executes only while its process holds the claim on its
+    thread, so that no two tasks, or with a shared store no two replicas, run one thread at once.
+    Here (and in SQLite, which one process serves) the claims are the process's own.
+    """
 
     durable = False
     """Whether runs outlive the process."""
+    shared = False
+    """Whether other processes (replicas) write the same store: then runs and events are read
+    back from it, and claims hold across processes."""
+
+    def __init__(self) -> None:
+        self._claims: set[str] = set()
+        self._claims_lock = threading.Lock()
 
     def save(self, run: StoredRun) -> None:
         """Write ``run``'s row (its events are written by :meth:`append`)."""
@@ -76,6 +97,39 @@ class RunStore:
         """The newest ``limit`` runs with their events, oldest first."""
         return []
 
+    def rows(self, limit: int) -> list[StoredRun]:
+        """The newest ``limit`` runs without their events, newest first."""
+        return []
+
+    def get(self, run_id: str) -> StoredRun | None:
+        """One run with its events, or None."""
+        return None
+
+    def get_row(self, run_id: str) -> StoredRun | None:
+        """One run without its events, or None."""
+        return None
+
+    def events_after(self, run_id: str, seq: int) -> list[dict[str, Any]]:
+        """The run's events numbered above ``seq``, in order."""
+        return []
+
+    def in_flight(self) -> list[StoredRun]:
+        """The runs stored as ``queued`` or ``running`` (without events): in flight somewhere, or orphaned."""
+        return []
+
+    def claim(self, thread_id: str) -> bool:
+        """Claim ``thread_id`` for this process; False when it is claimed already (here or elsewhere)."""
+        with self._claims_lock:
+            if thread_id in self._claims:
+                return False
+            self._claims.add(thread_id)
+            return True
+
+    def release(self, thread_id: str) -> None:
+        """Give up the claim on ``thread_id`` (nothing when it is not held)."""
+        with self._claims_lock:
+            self._claims.discard(thread_id)
+
     def close(self) -> None:
         """Release the store's resources."""
 
@@ -85,8 +139,8 @@ MemoryRunStore = RunStore
 
 
 def _json(value: Any) -> str:
-    # ensure_ascii: a lone surrogate in an answer or a drawn tree is written as an escape, never as
-    # bytes SQLite cannot store as UTF-8.
+    # ensure_ascii: a lone surrogate (or a NUL) in an answer or a drawn tree is written as an
+    # escape, never as bytes the database cannot store as UTF-8 text.
     return json.dumps(value, ensure_ascii=True, allow_nan=False, default=str)
 
 
@@ -95,8 +149,94 @@ def _text(value: str | None) -> str | None:
     return None if value is None else value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-class SqliteRunStore(RunStore):
-    """Runs and their events in a SQLite file.
+ROW = "id, question, thread_id, created, status, error, output"
+
+
+def _row(values: Sequence[Any], events: list[dict[str, Any]] | None = None) -> StoredRun:
+    rid, question, thread_id, created, status, err, output = values
+    parsed = json.loads(output) if output else None
+    return StoredRun(rid, question, thread_id, float(created), status, err, parsed, events or [])
+
+
+class SqlRunStore(RunStore):
+    """Runs and events in two SQL tables; a subclass says how a statement reaches its database.
+
+    Statements are written with ``%s`` placeholders; each write is its own transaction.
+    """
+
+    durable = True
+
+    def _run(self, sql: str, params: Sequence[Any] = (), *, write: bool = False) -> list[tuple[Any, ...]]:
+        """Run one statement (in its own transaction when ``write``); the rows it returns."""
+        raise NotImplementedError
+
+    def _clean(self, value: str | None) -> str | None:
+        return _text(value)
+
+    def save(self, run: StoredRun) -> None:
+        """Insert or update ``run``'s row, in one transaction."""
+        output = None if run.output is None else _json(run.output)
+        clean = self._clean
+        self._run(
+            f"INSERT INTO searchain_runs ({ROW}) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT(id) DO UPDATE "
+            "SET status = excluded.status, error = excluded.error, output = excluded.output",
+            (run.id, clean(run.question), clean(run.thread_id), run.created, run.status, clean(run.error), output),
+            write=True,
+        )
+
+    def append(self, run_id: str, event: dict[str, Any]) -> None:
+        """Write one event, in one transaction (an event already written with that number is kept)."""
+        self._run(
+            "INSERT INTO searchain_run_events (run_id, seq, event, data) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            (run_id, int(event["id"]), str(event["event"]), _json(event["data"])),
+            write=True,
+        )
+
+    def delete(self, run_id: str) -> None:
+        """Delete the run's row and, by cascade, its events."""
+        self._run("DELETE FROM searchain_runs WHERE id = %s", (run_id,), write=True)
+
+    def rows(self, limit: int) -> list[StoredRun]:
+        """The newest ``limit`` runs (by creation time), newest first, without events."""
+        found = self._run(f"SELECT {ROW} FROM searchain_runs ORDER BY created DESC LIMIT %s", (max(0, int(limit)),))
+        return [_row(values) for values in found]
+
+    def events_after(self, run_id: str, seq: int) -> list[dict[str, Any]]:
+        """The run's events numbered above ``seq``, in order."""
+        found = self._run(
+            "SELECT seq, event, data FROM searchain_run_events WHERE run_id = %s AND seq > %s ORDER BY seq",
+            (run_id, int(seq)),
+        )
+        return [{"id": int(n), "event": name, "data": json.loads(data)} for n, name, data in found]
+
+    def load(self, limit: int) -> list[StoredRun]:
+        """The newest ``limit`` runs (by creation time), oldest first, each with its events."""
+        runs = list(reversed(self.rows(limit)))
+        for run in runs:
+            run.events = self.events_after(run.id, -1)
+        return runs
+
+    def get_row(self, run_id: str) -> StoredRun | None:
+        """One run without its events, or None."""
+        found = self._run(f"SELECT {ROW} FROM searchain_runs WHERE id = %s", (run_id,))
+        return _row(found[0]) if found else None
+
+    def get(self, run_id: str) -> StoredRun | None:
+        """One run with its events, or None."""
+        run = self.get_row(run_id)
+        if run is not None:
+            run.events = self.events_after(run_id, -1)
+        return run
+
+    def in_flight(self) -> list[StoredRun]:
+        """The runs stored as ``queued`` or ``running``, oldest first, without events."""
+        found = self._run(f"SELECT {ROW} FROM searchain_runs WHERE status IN ('queued', 'running') ORDER BY created")
+        return [_row(values) for values in found]
+
+
+class SqliteRunStore(SqlRunStore):
+    """Runs and their events in a SQLite file (one process: its claims are the process's own).
 
     Args:
         path: The database file (created with its tables when missing).
@@ -105,9 +245,8 @@ class SqliteRunStore(RunStore):
         sqlite3.DatabaseError: ``path`` is not a SQLite database.
     """
 
-    durable = True
-
     def __init__(self, path: str | Path) -> None:
+        super().__init__()
         self.path = Path(path)
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
@@ -116,56 +255,18 @@ class SqliteRunStore(RunStore):
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._conn.executescript(SCHEMA)
 
-    def _write(self, sql: str, params: tuple[Any, ...]) -> None:
+    def _run(self, sql: str, params: Sequence[Any] = (), *, write: bool = False) -> list[tuple[Any, ...]]:
         with self._lock:
+            if not write:
+                return self._conn.execute(sql.replace("%s", "?"), tuple(params)).fetchall()
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.execute(sql, params)
+                found = self._conn.execute(sql.replace("%s", "?"), tuple(params)).fetchall()
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
-
-    def save(self, run: StoredRun) -> None:
-        """Insert or update ``run``'s row, in one transaction."""
-        output = None if run.output is None else _json(run.output)
-        self._write(
-            "INSERT INTO searchain_runs (id, question, thread_id, created, status, error, output) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET status = excluded.status, "
-            "error = excluded.error, output = excluded.output",
-            (run.id, _text(run.question), _text(run.thread_id), run.created, run.status, _text(run.error), output),
-        )
-
-    def append(self, run_id: str, event: dict[str, Any]) -> None:
-        """Write one event, in one transaction (an event already written with that number is kept)."""
-        self._write(
-            "INSERT OR IGNORE INTO searchain_run_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)",
-            (run_id, int(event["id"]), str(event["event"]), _json(event["data"])),
-        )
-
-    def delete(self, run_id: str) -> None:
-        """Delete the run's row and, by cascade, its events."""
-        self._write("DELETE FROM searchain_runs WHERE id = ?", (run_id,))
-
-    def load(self, limit: int) -> list[StoredRun]:
-        """The newest ``limit`` runs (by creation time), oldest first, each with its events."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT id, question, thread_id, created, status, error, output FROM searchain_runs "
-                "ORDER BY created DESC LIMIT ?",
-                (max(0, int(limit)),),
-            ).fetchall()
-            runs = []
-            for rid, question, thread_id, created, status, err, output in reversed(rows):
-                events = [
-                    {"id": seq, "event": name, "data": json.loads(data)}
-                    for seq, name, data in self._conn.execute(
-                        "SELECT seq, event, data FROM searchain_run_events WHERE run_id = ? ORDER BY seq", (rid,)
-                    )
-                ]
-                parsed = json.loads(output) if output else None
-                runs.append(StoredRun(rid, question, thread_id, created, status, err, parsed, events))
-        return runs
+            return found
 
     def close(self) -> None:
         """Close the connection."""
@@ -173,18 +274,18 @@ class SqliteRunStore(RunStore):
             self._conn.close()
 
 
-def open_run_store(db: str | Path | None) -> RunStore:
-    """The store for ``searchain serve --db``: SQLite for a path, in memory for None.
+def is_postgres_url(db: str | Path | None) -> bool:
+    """Whether ``--db`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    return isinstance(db, str) and db.split("://", 1)[0].lower() in ("postgresql", "postgres") and "://" in db
 
-    Raises:
-        ValueError: ``db`` is a URL of a database this version cannot open.
-    """
-    if db is None:
-        return RunStore()
-    text = str(db)
-    if "://" in text:
-        raise ValueError(f"--db {text!r}: only a SQLite file path is supported here (PostgreSQL URLs are not yet)")
-    return SqliteRunStore(text)
+
+def shown_url(url: str) -> str:
+    """``url`` with its password hidden, as logs and errors show it."""
+    scheme, sep, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if not sep or not at or ":" not in credentials:
+        return repr(url[:200])
+    return repr(f"{scheme}://{credentials.split(':', 1)[0]}:…@{host}"[:200])
 
 
 async def open_sqlite_checkpointer(path: str | Path) -> Any:
@@ -199,7 +300,11 @@ async def open_sqlite_checkpointer(path: str | Path) -> Any:
     except ImportError as exc:
         need = 'pip install "searchain-graph[serve]"'
         raise ImportError(f"durable runs need langgraph-checkpoint-sqlite: {need} ({exc})") from exc
-    conn = await aiosqlite.connect(str(path), timeout=30)
+    # Autocommit: each of the saver's statements is its own transaction. With Python's implicit
+    # transactions, a transaction of the saver was at times left open after a run was cancelled,
+    # and every later write to the file waited for it and failed ("database is locked"; 3 of 8
+    # runs of the in-process restart test, 0 of 10 in autocommit).
+    conn = await aiosqlite.connect(str(path), timeout=30, isolation_level=None)
     await conn.execute("PRAGMA journal_mode=WAL")
     saver = AsyncSqliteSaver(conn)
     await saver.setup()

@@ -1,0 +1,191 @@
+"""``searchain serve --db postgresql://...``: runs, events, checkpoints and thread claims in PostgreSQL.
+
+Several replicas of ``searchain serve`` can share one database. Each writes its runs and events
+to the two tables of :class:`~searchain_graph.serve.store.SqlRunStore`, and the graph's checkpoints
+go through LangGraph's ``AsyncPostgresSaver`` (:func:`open_postgres_checkpointer`), so any replica
+can list a run, follow its events and resume it.
+
+**Thread claims.** A replica runs a thread only while it holds a session-level advisory lock on it
+(``pg_try_advisory_lock`` on a hash of the thread id), taken on a connection that the process keeps
+for its claims alone. PostgreSQL releases those locks when the connection ends, so a replica that is
+killed gives up its claims at once, and another replica (or the same one restarted) can adopt its
+runs from their last checkpoint; a replica that is alive keeps them, and no other can run the same
+thread meanwhile.
+
+Needs the ``postgres`` extra (``langgraph-checkpoint-postgres``, ``psycopg[binary,pool]``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from searchain_graph.serve.store import SqlRunStore, shown_url
+
+__all__ = ["PG_SCHEMA", "PostgresRunStore", "open_postgres_checkpointer"]
+
+logger = logging.getLogger(__name__)
+
+PG_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS searchain_runs (id TEXT PRIMARY KEY, question TEXT NOT NULL, "
+    "thread_id TEXT NOT NULL, created DOUBLE PRECISION NOT NULL, status TEXT NOT NULL, error TEXT, output TEXT)",
+    "CREATE INDEX IF NOT EXISTS searchain_runs_created ON searchain_runs (created)",
+    "CREATE INDEX IF NOT EXISTS searchain_runs_status ON searchain_runs (status)",
+    "CREATE TABLE IF NOT EXISTS searchain_run_events (run_id TEXT NOT NULL REFERENCES searchain_runs(id) "
+    "ON DELETE CASCADE, seq INTEGER NOT NULL, event TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq))",
+)
+"""The tables (the same as SQLite's, with PostgreSQL's types)."""
+
+SETUP_LOCK = 3_700_000_037
+"""The advisory lock held while tables are created: replicas starting together do it one at a time."""
+CLAIM_SEED = 37
+"""The seed of ``hashtextextended`` for a thread's claim key."""
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        need = 'pip install "searchain-graph[postgres]"'
+        raise ImportError(f"--db postgresql://... needs psycopg: {need} ({exc})") from exc
+    return psycopg
+
+
+class PostgresRunStore(SqlRunStore):
+    """Runs and their events in PostgreSQL, shared by every replica on the database; claims across processes.
+
+    Args:
+        url: A ``postgresql://`` connection URL (``libpq`` keywords allowed in its query string).
+        connect_timeout: Seconds to wait for the server when connecting.
+
+    Raises:
+        ImportError: psycopg is not installed.
+        ConnectionError: the server cannot be reached, or refuses the login (the URL's password hidden).
+    """
+
+    shared = True
+
+    def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
+        super().__init__()
+        self.url = url
+        self.connect_timeout = connect_timeout
+        self._lock = threading.Lock()
+        self._conn = self._connect()
+        self._claims_conn = self._connect()
+        with self._setup_lock():
+            for statement in PG_SCHEMA:
+                self._conn.execute(statement)
+
+    def _connect(self) -> Any:
+        psycopg = _psycopg()
+        try:
+            return psycopg.connect(
+                self.url, autocommit=True, connect_timeout=max(1, round(self.connect_timeout)), prepare_threshold=None
+            )
+        except psycopg.OperationalError as exc:
+            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            raise ConnectionError(f"--db {shown_url(self.url)}: cannot connect: {reason}") from None
+
+    @contextlib.contextmanager
+    def _setup_lock(self) -> Iterator[None]:
+        self._conn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK,))
+        try:
+            yield
+        finally:
+            self._conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
+
+    def _clean(self, value: str | None) -> str | None:
+        # PostgreSQL's text holds no NUL: it is kept as its escape, as a lone surrogate is.
+        cleaned = super()._clean(value)
+        return None if cleaned is None else cleaned.replace("\x00", "\\x00")
+
+    def _run(self, sql: str, params: Sequence[Any] = (), *, write: bool = False) -> list[tuple[Any, ...]]:
+        psycopg = _psycopg()
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    cursor = self._conn.execute(sql, tuple(params))
+                    return list(cursor.fetchall()) if cursor.description is not None else []
+                except psycopg.OperationalError:
+                    # The connection broke (the server restarted): one statement is one transaction,
+                    # so it is sent again once on a new connection.
+                    if attempt == 2 or not self._conn.closed:
+                        raise
+                    logger.warning("the connection to %s broke: connecting again", shown_url(self.url))
+                    self._conn = self._connect()
+        raise AssertionError("unreachable")
+
+    def claim(self, thread_id: str) -> bool:
+        """Take the advisory lock of ``thread_id``; False when another process (or this one) holds it."""
+        with self._claims_lock:
+            if thread_id in self._claims:
+                return False
+            if self._claims_conn.closed:
+                logger.warning("the claims connection to %s was lost: connecting again", shown_url(self.url))
+                self._claims.clear()  # the server released them with the old connection
+                self._claims_conn = self._connect()
+            row = self._claims_conn.execute(
+                "SELECT pg_try_advisory_lock(hashtextextended(%s, %s))", (thread_id, CLAIM_SEED)
+            ).fetchone()
+            held = bool(row and row[0])
+            if held:
+                self._claims.add(thread_id)
+            return held
+
+    def release(self, thread_id: str) -> None:
+        """Give up the advisory lock of ``thread_id`` (nothing when this process does not hold it)."""
+        with self._claims_lock:
+            if thread_id not in self._claims:
+                return
+            self._claims.discard(thread_id)
+            if self._claims_conn.closed:
+                return
+            self._claims_conn.execute(
+                "SELECT pg_advisory_unlock(hashtextextended(%s, %s))", (thread_id, CLAIM_SEED)
+            ).fetchone()
+
+    def close(self) -> None:
+        """Close both connections (the server releases every claim still held)."""
+        with self._lock, self._claims_lock:
+            self._claims.clear()
+            for conn in (self._conn, self._claims_conn):
+                if not conn.closed:
+                    conn.close()
+
+
+async def open_postgres_checkpointer(url: str, *, max_size: int = 10) -> tuple[Any, Any]:
+    """LangGraph's ``AsyncPostgresSaver`` on a pool of connections to ``url``, its tables set up.
+
+    Replicas starting together set the tables up one at a time (an advisory lock).
+
+    Args:
+        url: The ``postgresql://`` URL.
+        max_size: The pool's connections at most (runs at once, plus a few).
+
+    Returns:
+        The saver and the pool, which the caller closes (``await pool.close()``) when done.
+
+    Raises:
+        ImportError: ``langgraph-checkpoint-postgres`` or ``psycopg-pool`` is not installed.
+    """
+    try:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
+    except ImportError as exc:
+        need = 'pip install "searchain-graph[postgres]"'
+        raise ImportError(f"--db postgresql://... needs langgraph-checkpoint-postgres: {need} ({exc})") from exc
+    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    pool: Any = AsyncConnectionPool(url, min_size=1, max_size=max(2, max_size), kwargs=kwargs, open=False)
+    await pool.open(wait=True, timeout=30)
+    saver = AsyncPostgresSaver(pool)
+    async with pool.connection() as conn:
+        await conn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK,))
+        try:
+            await saver.setup()
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
+    return saver, pool

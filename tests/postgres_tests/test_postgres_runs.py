@@ -1,0 +1,128 @@
+"""``searchain serve --db postgresql://...`` in process: the store, the claims across connections, and
+two run managers on one database (one starts a run, the other follows it; an orphaned run is
+adopted by exactly one of them). Issue 37; the real servers are in ``test_postgres_serve.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+pytest.importorskip("psycopg")
+pytest.importorskip("langgraph.checkpoint.postgres")
+
+from searchain_graph import create_searchain_graph
+from searchain_graph.serve.db import open_checkpointer, open_run_store
+from searchain_graph.serve.postgres import PostgresRunStore
+from searchain_graph.serve.runs import RunManager
+from searchain_graph.serve.store import StoredRun
+from tests.fakes import QUESTION, TREE_READS, ScriptedReader, retriever, tree_llm
+
+pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
+
+
+def _graph() -> Any:
+    return create_searchain_graph(tree_llm(), retriever(), ScriptedReader(TREE_READS), confidence_threshold=1.5)
+
+
+def test_the_store_keeps_hard_text_and_claims_hold_across_connections(postgres_url: str) -> None:
+    first, second = PostgresRunStore(postgres_url), PostgresRunStore(postgres_url)
+    try:
+        odd = "a NUL \x00, a lone \ud800, " + "é" * 1_000_000
+        first.save(StoredRun("r1", odd, "t1", 1.5, "running", error="e\x00"))
+        first.append("r1", {"id": 0, "event": "update", "data": {"html": "x\x00\udcff", "n": 10**30}})
+        first.append("r1", {"id": 0, "event": "update", "data": {"html": "a second write of event 0"}})
+        got = second.get("r1")  # written by one connection, read by another
+        assert got is not None and got.question.startswith("a NUL \\x00, a lone \\ud800, ")
+        assert len(got.question) > 1_000_000 and got.error == "e\\x00"
+        assert got.events == [{"id": 0, "event": "update", "data": {"html": "x\x00\udcff", "n": 10**30}}]
+        assert [r.id for r in second.in_flight()] == ["r1"]
+        assert second.events_after("r1", 0) == []
+        # One thread, one claim: across processes (connections), and within one.
+        assert first.claim("t1") and not first.claim("t1") and not second.claim("t1")
+        first.release("t1")
+        assert second.claim("t1") and not first.claim("t1")
+        second.close()  # as a killed replica: the server gives its claims up with its connection
+        deadline = time.monotonic() + 10  # once its backend has seen the connection end
+        while not first.claim("t1"):
+            assert time.monotonic() < deadline, "the claim of a closed connection was never released"
+            time.sleep(0.05)
+        first.delete("r1")
+        assert first.get("r1") is None and first.rows(5) == []
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_bad_url_is_refused_with_a_reason_that_hides_the_password(postgres_url: str) -> None:
+    port = postgres_url.split("@127.0.0.1:")[1].split("/")[0]
+    with pytest.raises(ConnectionError, match=r"'postgresql://nobody:…@127\.0\.0\.1:.*cannot connect"):
+        open_run_store(f"postgresql://nobody:hunter2@127.0.0.1:{port}/no_such_database")
+
+
+def test_a_run_started_by_one_replica_is_followed_through_another(postgres_url: str) -> None:
+    async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        managers, closers = [], []
+        for _ in range(2):
+            saver, close = await open_checkpointer(postgres_url)
+            managers.append(
+                RunManager(_graph().copy(update={"checkpointer": saver}), store=open_run_store(postgres_url))
+            )
+            closers.append(close)
+        a, b = managers
+        try:
+            run = await a.astart(QUESTION)
+            remote = await b.aget(run.id)  # b never started it: it reads it from the database
+            assert remote is not None and remote.question == QUESTION
+            followed = [e async for e in b.events(remote)]
+            assert run.task is not None
+            await run.task
+            listed = await b.listing()
+            return followed, run.events, listed
+        finally:
+            for manager, close in zip(managers, closers, strict=True):
+                await manager.close()
+                await close()
+                manager.store.close()
+
+    followed, local, listed = asyncio.run(scenario())
+    assert followed[-1]["event"] == "done" and followed[-1]["data"]["answer"] == "Toronto Coach Terminal"
+    assert [e["id"] for e in followed] == list(range(len(local)))
+    assert [e["event"] for e in followed] == [e["event"] for e in local]
+    assert [(r["status"], r["answer"]) for r in listed] == [("done", "Toronto Coach Terminal")]
+
+
+def test_an_orphaned_run_is_adopted_by_exactly_one_replica(postgres_url: str) -> None:
+    store = PostgresRunStore(postgres_url)
+    store.save(StoredRun("orphan", QUESTION, "thread-orphan", time.time(), "running"))  # its server died
+    store.close()
+
+    async def scenario() -> tuple[list[list[str]], Any]:
+        managers, closers = [], []
+        for _ in range(3):
+            saver, close = await open_checkpointer(postgres_url)
+            managers.append(
+                RunManager(_graph().copy(update={"checkpointer": saver}), store=open_run_store(postgres_url))
+            )
+            closers.append(close)
+        try:
+            taken = await asyncio.gather(*(m.adopt() for m in managers))
+            runs = [r for group in taken for r in group]
+            assert len(runs) == 1 and runs[0].task is not None
+            await runs[0].task
+            again = await asyncio.gather(*(m.adopt() for m in managers))  # finished: nobody takes it
+            return [[r.id for r in group] for group in taken + again], await managers[1].aget("orphan")
+        finally:
+            for manager, close in zip(managers, closers, strict=True):
+                await manager.close()
+                await close()
+                manager.store.close()
+
+    ids, run = asyncio.run(scenario())
+    assert sorted(i for group in ids for i in group) == ["orphan"]
+    assert run.status == "done" and run.output["answer"] == "Toronto Coach Terminal"
+    progress = [e["data"].get("progress") for e in run.events]
+    assert "restarted from its question" in progress  # no checkpoint was written before it died
