@@ -99,6 +99,39 @@ def wait_healthy(process: Any, port: int, *, within: float = 120.0, log: Path | 
         time.sleep(0.1)
 
 
+def start_serve(db: str | Path, port: int, log: Path, *, wait: bool = True) -> Any:
+    """``searchain serve --db DB`` on ``port`` in a session of its own, with the paced rule LLM
+    (:func:`tests.fakes.paced_serve_llm`), BM25 over the demo corpus and the bundled reader; its
+    output appended to ``log``. ``wait``: return once it answers ``/healthz``.
+    """
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "searchain_graph", "serve", "--model", "import:tests.fakes:paced_serve_llm"]
+    command += ["--corpus", str(root / "examples" / "data" / "searchain_demo.jsonl"), "--port", str(port)]
+    command += ["--db", str(db), "--quiet"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)}
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    if wait:
+        wait_healthy(process, port, log=log)
+    return process
+
+
+def kill_session(process: Any) -> None:
+    """SIGKILL ``process`` and its whole session (nothing of it survives), and reap it."""
+    import os
+    import signal
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
 @contextlib.contextmanager
 def served(app: Any, port: int | None = None) -> Iterator[str]:
     """Run the ASGI ``app`` with uvicorn on 127.0.0.1 (``port``, else a free one) in a thread; yields its base URL."""

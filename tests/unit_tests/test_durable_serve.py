@@ -8,18 +8,14 @@ seconds; each kill lands at a seeded random moment of the newest run.
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import free_port, read_events, wait_healthy
+from tests.helpers import free_port, kill_session, read_events, start_serve
 
 pytest.importorskip("starlette")
 pytest.importorskip("langgraph.checkpoint.sqlite")
@@ -33,36 +29,19 @@ QUESTION = "Where do greyhound buses in the birthplace of Spirit If...'s perform
 KILLS = 10
 
 
-def _start(db: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "searchain_graph", "serve", "--model", "import:tests.fakes:paced_serve_llm"]
-    command += ["--corpus", str(DEMO_CORPUS), "--port", str(port), "--db", str(db), "--quiet"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    wait_healthy(process, port, log=log)
-    return process
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
 def test_runs_survive_ten_kills_of_the_server(tmp_path: Path) -> None:
     db, port, log = tmp_path / "serve.db", free_port(), tmp_path / "serve.log"
     rng = random.Random(37)
     started: list[str] = []
-    process = _start(db, port, log)
+    process = start_serve(db, port, log)
     try:
         for i in range(KILLS):
             reply = httpx.post(f"http://127.0.0.1:{port}/runs", json={"question": f"{QUESTION} ({i})"}, timeout=10)
             assert reply.status_code == 202, reply.text
             started.append(reply.json()["run_id"])
             time.sleep(rng.uniform(0.2, 1.6))  # a run lasts about 3 s: the kill lands in it
-            _kill(process)
-            process = _start(db, port, log)
+            kill_session(process)
+            process = start_serve(db, port, log)
         deadline = time.monotonic() + 120
         runs: dict[str, Any] = {}
         while time.monotonic() < deadline:
@@ -91,7 +70,7 @@ def test_runs_survive_ten_kills_of_the_server(tmp_path: Path) -> None:
             >= 1
         )
     finally:
-        _kill(process)
+        kill_session(process)
 
 
 def _events(port: int, run_id: str) -> list[dict[str, Any]]:

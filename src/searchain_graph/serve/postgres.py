@@ -17,9 +17,11 @@ Needs the ``postgres`` extra (``langgraph-checkpoint-postgres``, ``psycopg[binar
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -41,6 +43,8 @@ PG_SCHEMA = (
 
 SETUP_LOCK = 3_700_000_037
 """The advisory lock held while tables are created: replicas starting together do it one at a time."""
+SETUP_POLL_S = 0.1
+"""How often a replica tries the set-up lock again while another holds it."""
 CLAIM_SEED = 37
 """The seed of ``hashtextextended`` for a thread's claim key."""
 
@@ -91,7 +95,10 @@ class PostgresRunStore(SqlRunStore):
 
     @contextlib.contextmanager
     def _setup_lock(self) -> Iterator[None]:
-        self._conn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK,))
+        # Polled, not waited for: a statement waiting for the lock would hold a snapshot, and the
+        # checkpointer's set-up (CREATE INDEX CONCURRENTLY) of another replica would wait for it.
+        while not self._conn.execute("SELECT pg_try_advisory_lock(%s)", (SETUP_LOCK,)).fetchone()[0]:
+            time.sleep(SETUP_POLL_S)
         try:
             yield
         finally:
@@ -156,6 +163,11 @@ class PostgresRunStore(SqlRunStore):
                     conn.close()
 
 
+async def _try_setup_lock(conn: Any) -> bool:
+    row = await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS held", (SETUP_LOCK,))).fetchone()
+    return bool(row and row["held"])
+
+
 async def open_postgres_checkpointer(url: str, *, max_size: int = 10) -> tuple[Any, Any]:
     """LangGraph's ``AsyncPostgresSaver`` on a pool of connections to ``url``, its tables set up.
 
@@ -183,7 +195,8 @@ async def open_postgres_checkpointer(url: str, *, max_size: int = 10) -> tuple[A
     await pool.open(wait=True, timeout=30)
     saver = AsyncPostgresSaver(pool)
     async with pool.connection() as conn:
-        await conn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK,))
+        while not await _try_setup_lock(conn):
+            await asyncio.sleep(SETUP_POLL_S)  # polled: see PostgresRunStore._setup_lock
         try:
             await saver.setup()
         finally:
