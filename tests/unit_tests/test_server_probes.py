@@ -184,6 +184,7 @@ def test_an_unexpected_failure_is_a_json_500_that_names_no_detail(monkeypatch: p
         "message": "the retriever failed (OSError); the server's log says more",
     }
     app = web_app()
+
     async def broken_get(run_id: str) -> None:
         raise ZeroDivisionError
 

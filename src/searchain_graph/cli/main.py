@@ -245,9 +245,10 @@ def _build_parser() -> argparse.ArgumentParser:
     web.add_argument(
         "--db",
         default=None,
-        metavar="FILE",
-        help="keep runs, their events and checkpoints in this SQLite file: a restarted server lists past runs "
-        "and resumes those in flight (default: in memory)",
+        metavar="FILE|URL",
+        help="keep runs, their events and checkpoints in this SQLite file, or in PostgreSQL (postgresql://...; "
+        "several replicas can share it): a restarted server lists past runs and resumes those in flight "
+        "(default: in memory)",
     )
     web.add_argument(
         "--token",
