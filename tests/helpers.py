@@ -132,6 +132,47 @@ def kill_session(process: Any) -> None:
     process.wait()
 
 
+def post_run(port: int, question: str) -> str:
+    """Start a run of ``question`` on the ``searchain serve`` on ``port``; its id (a 202 is required)."""
+    import httpx
+
+    reply = httpx.post(f"http://127.0.0.1:{port}/runs", json={"question": question}, timeout=10)
+    assert reply.status_code == 202, reply.text
+    run_id: str = reply.json()["run_id"]
+    return run_id
+
+
+def serve_events(port: int, run_id: str) -> list[dict[str, Any]]:
+    """Every event of a run of the ``searchain serve`` on ``port``, read to the end of its stream."""
+    import httpx
+
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+        return read_events(client, f"/runs/{run_id}/events")
+
+
+def assert_runs_end(list_port: int, show_port: int, run_ids: list[str], *, within: float) -> None:
+    """Wait until every run of ``run_ids`` has ended (``GET /runs`` on ``list_port``), then check each
+    on ``show_port``: none lost, each done with an answer and final content, or failed with its reason.
+    """
+    import httpx
+
+    deadline = time.monotonic() + within
+    runs: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        runs = {r["run_id"]: r for r in httpx.get(f"http://127.0.0.1:{list_port}/runs", timeout=10).json()["runs"]}
+        if all(runs.get(rid, {}).get("status") in ("done", "error") for rid in run_ids):
+            break
+        time.sleep(0.5)
+    assert set(run_ids) <= set(runs), "a run was lost"
+    for rid in run_ids:
+        run = httpx.get(f"http://127.0.0.1:{show_port}/runs/{rid}", timeout=10).json()
+        assert run["status"] in ("done", "error"), run
+        if run["status"] == "error":
+            assert run["error"], run
+        else:
+            assert run["answer"] and run["output"]["final_content"]
+
+
 @contextlib.contextmanager
 def served(app: Any, port: int | None = None) -> Iterator[str]:
     """Run the ASGI ``app`` with uvicorn on 127.0.0.1 (``port``, else a free one) in a thread; yields its base URL."""

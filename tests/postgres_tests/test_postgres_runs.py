@@ -6,7 +6,9 @@ adopted by exactly one of them). Issue 37; the real servers are in ``test_postgr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -26,6 +28,24 @@ pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
 def _graph() -> Any:
     return create_searchain_graph(tree_llm(), retriever(), ScriptedReader(TREE_READS), confidence_threshold=1.5)
+
+
+@contextlib.asynccontextmanager
+async def _replicas(url: str, n: int) -> AsyncIterator[list[RunManager]]:
+    """``n`` run managers on the database ``url``, each with its own store and checkpointer, as ``n`` replicas."""
+    managers, closers = [], []
+    try:
+        for _ in range(n):
+            saver, close = await open_checkpointer(url)
+            closers.append(close)
+            managers.append(RunManager(_graph().copy(update={"checkpointer": saver}), store=open_run_store(url)))
+        yield managers
+    finally:
+        for manager in managers:
+            await manager.close()
+            manager.store.close()
+        for close in closers:
+            await close()
 
 
 def test_the_store_keeps_hard_text_and_claims_hold_across_connections(postgres_url: str) -> None:
@@ -65,28 +85,14 @@ def test_a_bad_url_is_refused_with_a_reason_that_hides_the_password(postgres_url
 
 def test_a_run_started_by_one_replica_is_followed_through_another(postgres_url: str) -> None:
     async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-        managers, closers = [], []
-        for _ in range(2):
-            saver, close = await open_checkpointer(postgres_url)
-            managers.append(
-                RunManager(_graph().copy(update={"checkpointer": saver}), store=open_run_store(postgres_url))
-            )
-            closers.append(close)
-        a, b = managers
-        try:
+        async with _replicas(postgres_url, 2) as (a, b):
             run = await a.astart(QUESTION)
             remote = await b.aget(run.id)  # b never started it: it reads it from the database
             assert remote is not None and remote.question == QUESTION
             followed = [e async for e in b.events(remote)]
             assert run.task is not None
             await run.task
-            listed = await b.listing()
-            return followed, run.events, listed
-        finally:
-            for manager, close in zip(managers, closers, strict=True):
-                await manager.close()
-                await close()
-                manager.store.close()
+            return followed, run.events, await b.listing()
 
     followed, local, listed = asyncio.run(scenario())
     assert followed[-1]["event"] == "done" and followed[-1]["data"]["answer"] == "Toronto Coach Terminal"
@@ -101,25 +107,13 @@ def test_an_orphaned_run_is_adopted_by_exactly_one_replica(postgres_url: str) ->
     store.close()
 
     async def scenario() -> tuple[list[list[str]], Any]:
-        managers, closers = [], []
-        for _ in range(3):
-            saver, close = await open_checkpointer(postgres_url)
-            managers.append(
-                RunManager(_graph().copy(update={"checkpointer": saver}), store=open_run_store(postgres_url))
-            )
-            closers.append(close)
-        try:
+        async with _replicas(postgres_url, 3) as managers:
             taken = await asyncio.gather(*(m.adopt() for m in managers))
             runs = [r for group in taken for r in group]
             assert len(runs) == 1 and runs[0].task is not None
             await runs[0].task
             again = await asyncio.gather(*(m.adopt() for m in managers))  # finished: nobody takes it
             return [[r.id for r in group] for group in taken + again], await managers[1].aget("orphan")
-        finally:
-            for manager, close in zip(managers, closers, strict=True):
-                await manager.close()
-                await close()
-                manager.store.close()
 
     ids, run = asyncio.run(scenario())
     assert sorted(i for group in ids for i in group) == ["orphan"]

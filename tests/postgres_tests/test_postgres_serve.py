@@ -12,11 +12,18 @@ from __future__ import annotations
 import random
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.helpers import free_port, kill_session, read_events, start_serve, wait_healthy
+from tests.helpers import (
+    assert_runs_end,
+    free_port,
+    kill_session,
+    post_run,
+    serve_events,
+    start_serve,
+    wait_healthy,
+)
 
 pytest.importorskip("starlette")
 pytest.importorskip("psycopg")
@@ -26,18 +33,6 @@ pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
 QUESTION = "Where do greyhound buses in the birthplace of Spirit If...'s performer leave from?"
 KILLS = 10
-
-
-def _events(port: int, run_id: str) -> list[dict[str, Any]]:
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-        return read_events(client, f"/runs/{run_id}/events")
-
-
-def _post(port: int, question: str) -> str:
-    reply = httpx.post(f"http://127.0.0.1:{port}/runs", json={"question": question}, timeout=10)
-    assert reply.status_code == 202, reply.text
-    run_id: str = reply.json()["run_id"]
-    return run_id
 
 
 def test_two_replicas_share_their_runs_and_lose_none_over_ten_kills(postgres_url: str, tmp_path: Path) -> None:
@@ -50,38 +45,24 @@ def test_two_replicas_share_their_runs_and_lose_none_over_ten_kills(postgres_url
         for process, port, log in zip(processes, ports, logs, strict=True):
             wait_healthy(process, port, log=log)
         # Started through A, followed through B (which never ran it) to the end.
-        first = _post(ports[0], QUESTION)
-        followed = _events(ports[1], first)
+        first = post_run(ports[0], QUESTION)
+        followed = serve_events(ports[1], first)
         assert followed[-1]["event"] == "done", followed[-1]
-        assert followed == _events(ports[0], first)  # the same events, whichever replica is asked
+        assert followed == serve_events(ports[0], first)  # the same events, whichever replica is asked
         # Ten kills, each of the replica that took the newest run; it restarts while the other serves.
         for i in range(KILLS):
             k = i % 2
             wait_healthy(processes[k], ports[k], log=logs[k])
-            started.append(_post(ports[k], f"{QUESTION} ({i})"))
+            started.append(post_run(ports[k], f"{QUESTION} ({i})"))
             time.sleep(rng.uniform(0.2, 1.6))  # a run lasts about 3 s: the kill lands in it
             kill_session(processes[k])
             processes[k] = start_serve(postgres_url, ports[k], logs[k], wait=False)
         for process, port, log in zip(processes, ports, logs, strict=True):
             wait_healthy(process, port, log=log)
-        deadline = time.monotonic() + 180
-        runs: dict[str, Any] = {}
-        while time.monotonic() < deadline:
-            listed = httpx.get(f"http://127.0.0.1:{ports[1]}/runs", timeout=10).json()["runs"]
-            runs = {r["run_id"]: r for r in listed}
-            if all(runs.get(rid, {}).get("status") in ("done", "error") for rid in started):
-                break
-            time.sleep(0.5)
-        assert set(started) <= set(runs), "a run was lost"
+        assert_runs_end(ports[1], ports[0], started, within=180)  # listed by one replica, shown by the other
         notes = []
         for rid in started:
-            run = httpx.get(f"http://127.0.0.1:{ports[0]}/runs/{rid}", timeout=10).json()
-            assert run["status"] in ("done", "error"), run
-            if run["status"] == "error":
-                assert run["error"], run
-            else:
-                assert run["answer"] and run["output"]["final_content"]
-            events = _events(ports[0], rid)
+            events = serve_events(ports[0], rid)
             assert [int(e["id"]) for e in events] == list(range(len(events)))  # none lost, none twice
             assert [e["event"] for e in events].count("done") <= 1 and events[-1]["event"] in ("done", "failed")
             notes += [e["data"].get("progress") or "" for e in events if e["event"] == "update"]

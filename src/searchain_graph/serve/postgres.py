@@ -112,47 +112,36 @@ class PostgresRunStore(SqlRunStore):
     def _run(self, sql: str, params: Sequence[Any] = (), *, write: bool = False) -> list[tuple[Any, ...]]:
         psycopg = _psycopg()
         with self._lock:
-            for attempt in (1, 2):
-                try:
-                    cursor = self._conn.execute(sql, tuple(params))
-                    return list(cursor.fetchall()) if cursor.description is not None else []
-                except psycopg.OperationalError:
-                    # The connection broke (the server restarted): one statement is one transaction,
-                    # so it is sent again once on a new connection.
-                    if attempt == 2 or not self._conn.closed:
-                        raise
-                    logger.warning("the connection to %s broke: connecting again", shown_url(self.url))
-                    self._conn = self._connect()
-        raise AssertionError("unreachable")
+            try:
+                return self._fetch(sql, params)
+            except psycopg.OperationalError:
+                if not self._conn.closed:
+                    raise
+            # The connection broke (the server restarted): one statement is one transaction, so
+            # it is sent again, once, on a new connection.
+            logger.warning("the connection to %s broke: connecting again", shown_url(self.url))
+            self._conn = self._connect()
+            return self._fetch(sql, params)
 
-    def claim(self, thread_id: str) -> bool:
-        """Take the advisory lock of ``thread_id``; False when another process (or this one) holds it."""
-        with self._claims_lock:
-            if thread_id in self._claims:
-                return False
-            if self._claims_conn.closed:
-                logger.warning("the claims connection to %s was lost: connecting again", shown_url(self.url))
-                self._claims.clear()  # the server released them with the old connection
-                self._claims_conn = self._connect()
-            row = self._claims_conn.execute(
-                "SELECT pg_try_advisory_lock(hashtextextended(%s, %s))", (thread_id, CLAIM_SEED)
-            ).fetchone()
-            held = bool(row and row[0])
-            if held:
-                self._claims.add(thread_id)
-            return held
+    def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        cursor = self._conn.execute(sql, tuple(params))
+        return list(cursor.fetchall()) if cursor.description is not None else []
 
-    def release(self, thread_id: str) -> None:
-        """Give up the advisory lock of ``thread_id`` (nothing when this process does not hold it)."""
-        with self._claims_lock:
-            if thread_id not in self._claims:
-                return
-            self._claims.discard(thread_id)
-            if self._claims_conn.closed:
-                return
-            self._claims_conn.execute(
-                "SELECT pg_advisory_unlock(hashtextextended(%s, %s))", (thread_id, CLAIM_SEED)
-            ).fetchone()
+    def _take(self, thread_id: str) -> bool:
+        """Take the advisory lock of ``thread_id``; False when another process holds it."""
+        if self._claims_conn.closed:
+            logger.warning("the claims connection to %s was lost: connecting again", shown_url(self.url))
+            self._claims.clear()  # the server released them with the old connection
+            self._claims_conn = self._connect()
+        row = self._claims_conn.execute(
+            "SELECT pg_try_advisory_lock(hashtextextended(%s, %s))", (thread_id, CLAIM_SEED)
+        ).fetchone()
+        return bool(row and row[0])
+
+    def _give_up(self, thread_id: str) -> None:
+        """Give up the advisory lock of ``thread_id`` (a lost connection has given it up already)."""
+        if not self._claims_conn.closed:
+            self._claims_conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, %s))", (thread_id, CLAIM_SEED))
 
     def close(self) -> None:
         """Close both connections (the server releases every claim still held)."""

@@ -101,7 +101,7 @@ class RunManager(Recovery):
         return run if stored is None else Run.from_stored(stored)
 
     async def listing(self) -> list[dict[str, Any]]:
-        """The runs kept, newest first, as JSON without their outputs (with a shared store, every replica's)."""
+        """The runs kept, newest first, as JSON without outputs or event counts (shared store: every replica's)."""
         if self.store.shared:
             runs = [Run.from_stored(r) for r in await asyncio.to_thread(self.store.rows, self.keep)]
         else:

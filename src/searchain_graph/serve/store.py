@@ -1,4 +1,4 @@
-"""Where ``searchain serve`` keeps its runs: in memory, or in a SQLite file that outlives the process.
+"""Where ``searchain serve`` keeps its runs: in memory, in a SQLite file, or in PostgreSQL.
 
 A run is its row (id, question, thread id, status, error, output) and its events, in order. The
 :class:`~searchain_graph.serve.runs.RunManager` writes the row when the run starts and whenever
@@ -6,10 +6,11 @@ its status changes, and each event as it is emitted; on start it reads back the 
 restarted server lists past runs and redraws their trees, and finds the runs that were in flight
 when the process died (status ``queued`` or ``running``) to resume or fail them.
 
-:class:`SqliteRunStore` writes each change in its own transaction (WAL journal): a process killed
-mid-write leaves the previous state, never half an event. The graph's checkpoints go to the same
-file through LangGraph's ``AsyncSqliteSaver`` (:func:`open_sqlite_checkpointer`), in its own
-tables.
+:class:`SqlRunStore` holds the SQL of both databases; :class:`SqliteRunStore` writes each change in
+its own transaction (WAL journal): a process killed mid-write leaves the previous state, never half
+an event. The graph's checkpoints go to the same file through LangGraph's ``AsyncSqliteSaver``
+(:func:`open_sqlite_checkpointer`), in its own tables. PostgreSQL, shared by replicas, is
+:class:`~searchain_graph.serve.postgres.PostgresRunStore`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = [
     "StoredRun",
     "is_postgres_url",
     "open_sqlite_checkpointer",
+    "shown_url",
 ]
 
 SCHEMA = """
@@ -120,7 +122,7 @@ class RunStore:
     def claim(self, thread_id: str) -> bool:
         """Claim ``thread_id`` for this process; False when it is claimed already (here or elsewhere)."""
         with self._claims_lock:
-            if thread_id in self._claims:
+            if thread_id in self._claims or not self._take(thread_id):
                 return False
             self._claims.add(thread_id)
             return True
@@ -128,7 +130,16 @@ class RunStore:
     def release(self, thread_id: str) -> None:
         """Give up the claim on ``thread_id`` (nothing when it is not held)."""
         with self._claims_lock:
-            self._claims.discard(thread_id)
+            if thread_id in self._claims:
+                self._claims.discard(thread_id)
+                self._give_up(thread_id)
+
+    def _take(self, thread_id: str) -> bool:
+        """Claim ``thread_id`` from the other processes (called with the claims lock held): none here."""
+        return True
+
+    def _give_up(self, thread_id: str) -> None:
+        """Give ``thread_id`` back to the other processes (called with the claims lock held)."""
 
     def close(self) -> None:
         """Release the store's resources."""
@@ -276,7 +287,7 @@ class SqliteRunStore(SqlRunStore):
 
 def is_postgres_url(db: str | Path | None) -> bool:
     """Whether ``--db`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
-    return isinstance(db, str) and db.split("://", 1)[0].lower() in ("postgresql", "postgres") and "://" in db
+    return isinstance(db, str) and db.lower().startswith(("postgresql://", "postgres://"))
 
 
 def shown_url(url: str) -> str:
@@ -303,7 +314,7 @@ async def open_sqlite_checkpointer(path: str | Path) -> Any:
     # Autocommit: each of the saver's statements is its own transaction. With Python's implicit
     # transactions, a transaction of the saver was at times left open after a run was cancelled,
     # and every later write to the file waited for it and failed ("database is locked"; 3 of 8
-    # runs of the in-process restart test, 0 of 10 in autocommit).
+    # runs of the in-process restart test, 0 of 16 in autocommit).
     conn = await aiosqlite.connect(str(path), timeout=30, isolation_level=None)
     await conn.execute("PRAGMA journal_mode=WAL")
     saver = AsyncSqliteSaver(conn)
