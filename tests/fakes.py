@@ -6,9 +6,11 @@ The real counterparts (TransformersChatModel/SmolLM2, BM25Retriever, LLMReader) 
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
@@ -43,6 +45,18 @@ PASSAGES = [
         metadata={"id": "p4", "title": "Montreal"},
     ),
 ]
+
+
+def write_hotpot_file(path: Path, qid: str) -> Path:
+    """A one-question HotpotQA (IRCoT layout) file over :data:`PASSAGES`, answered "Toronto Coach Terminal"."""
+    row = {
+        "question_id": qid,
+        "question_text": QUESTION,
+        "answers_objects": [{"spans": ["Toronto Coach Terminal"]}],
+        "contexts": [{"title": d.metadata["title"], "paragraph_text": d.page_content} for d in PASSAGES],
+    }
+    path.write_text(json.dumps(row) + "\n")
+    return path
 
 
 def retriever() -> BM25Retriever:

@@ -27,6 +27,7 @@ from tests.fakes import (
     ScriptedReader,
     retriever,
     tracing_reply,
+    write_hotpot_file,
 )
 
 CONFIDENT = {
@@ -310,14 +311,7 @@ def test_cli_eval_writes_records_and_a_report(
 def test_cli_eval_exits_non_zero_when_every_run_failed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from searchain_graph.cli import main
 
-    data = tmp_path / "hotpot.jsonl"
-    row = {
-        "question_id": "b1",
-        "question_text": QUESTION,
-        "answers_objects": [{"spans": ["Toronto Coach Terminal"]}],
-        "contexts": [{"title": d.metadata["title"], "paragraph_text": d.page_content} for d in PASSAGES],
-    }
-    data.write_text(json.dumps(row) + "\n")
+    data = write_hotpot_file(tmp_path / "hotpot.jsonl", "b1")
     out = tmp_path / "broken.jsonl"
     args = ["eval", "--dataset", "hotpotqa", "--data", str(data), "--methods", "cot,direct", "--out", str(out)]
     assert main([*args, "--model", "import:tests.fakes:broken_llm", "--reader", "llm", "--quiet"]) == 1

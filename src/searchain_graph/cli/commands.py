@@ -125,6 +125,7 @@ def run_eval(args: argparse.Namespace) -> int:
             },
             options={"demonstrations": args.demonstrations, "is_duplicate": args.duplicates},
             rerun_contended=args.rerun_contended,
+            cache=_open_cache(args.cache),
         )
         bar.update(summary.skipped)
     written = write_report(summary.records, args.report or out.parent / f"{out.stem}-report")
@@ -143,6 +144,12 @@ def run_eval(args: argparse.Namespace) -> int:
         print(f"every one of the {summary.ran} run(s) failed: see the error field in {out}", file=sys.stderr)
         return 1
     return 0
+
+
+def _open_cache(path: str | None) -> Any:
+    from searchain_graph.method.ir_tasks import open_cache  # LangGraph: loaded by the commands that use it
+
+    return open_cache(path)
 
 
 def run_report(args: argparse.Namespace) -> int:

@@ -328,6 +328,13 @@ def _build_parser() -> argparse.ArgumentParser:
         help="run again the pairs whose seconds were measured while other processes used a quarter of a core "
         "or more (their records' cpu); the new record supersedes the old",
     )
+    ev.add_argument(
+        "--cache",
+        default=None,
+        metavar="FILE",
+        help="cache SearChain's retrievals and readings in this SQLite file (LangGraph's SqliteCache), shared "
+        "by every method, question and later run that uses it; the records' usage counts the hits",
+    )
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     rep = sub.add_parser("report", help="write the Markdown report and plots for results files")
     rep.add_argument("results", nargs="+", metavar="FILE", help="results JSONL files from `searchain eval`")

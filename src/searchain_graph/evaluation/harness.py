@@ -32,6 +32,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
+from langgraph.cache.base import BaseCache
 
 from searchain_graph.evaluation.cpu_meter import CpuMeter, contended
 from searchain_graph.evaluation.datasets import Example
@@ -168,6 +169,7 @@ def run_evaluation(
     extra: dict[str, Any] | None = None,
     options: Mapping[str, Any] | None = None,
     rerun_contended: bool = False,
+    cache: BaseCache[Any] | None = None,
 ) -> RunSummary:
     """Run ``methods`` on ``examples``, appending one record per pair to ``out_path``.
 
@@ -189,6 +191,10 @@ def run_evaluation(
         rerun_contended: Run again the pairs whose last record's seconds were measured beside other
             work (:func:`~searchain_graph.evaluation.cpu_meter.contended`); the new record
             supersedes it in the report, and the old one stays in the file.
+        cache: A LangGraph cache for the methods that take one (SearChain and its ablations with
+            IR): their retrievals and readings are cached tasks, shared by every method and
+            question of the run (and by later runs, for a persistent cache); the records' ``usage``
+            counts the hits. Results do not depend on it.
 
     Returns:
         A :class:`RunSummary`.
@@ -222,7 +228,7 @@ def run_evaluation(
         with lock:
             key = (method, task)
             if key not in graphs:
-                graphs[key] = METHODS[method](llm, retriever, reader, task, **chosen[method])
+                graphs[key] = METHODS[method](llm, retriever, reader, task, cache=cache, **chosen[method])
             return graphs[key]
 
     todo = [(ex, m) for ex in examples for m in methods if (ex["qid"], m) not in existing]

@@ -106,6 +106,8 @@ class MethodSpec:
             ``is_duplicate``); the harness passes a method only the options it names.
         demonstration_names: The entities of its prompts' worked examples; the report counts the
             answers and chains that name one for a question not about them (copied).
+        caches: Its factory takes ``cache`` (a LangGraph ``BaseCache``): retrieval and reading as
+            cached tasks (``searchain eval --cache FILE``).
     """
 
     name: str
@@ -121,6 +123,7 @@ class MethodSpec:
     paper_cost: tuple[float, float, float, float] | None = None
     options: tuple[str, ...] = ()
     demonstration_names: tuple[str, ...] = ()
+    caches: bool = False
 
     def __post_init__(self) -> None:
         name = self.name
@@ -131,8 +134,13 @@ class MethodSpec:
         if not callable(self.factory) or not callable(self.steps):
             raise TypeError(f"method {name!r}: factory and steps must be callables")
 
-    def __call__(self, llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str, **options: Any) -> Any:
+    def __call__(
+        self, llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str, cache: Any = None, **options: Any
+    ) -> Any:
         """Build the method's graph (``self.factory(llm, retriever, reader, task, **options)``).
+
+        ``cache`` (a LangGraph ``BaseCache``) goes to a method that :attr:`caches`; the others
+        run without one.
 
         Raises:
             TypeError: an option is not one of :attr:`options`.
@@ -140,6 +148,8 @@ class MethodSpec:
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             raise TypeError(f"method {self.name!r} takes no option {', '.join(unknown)} (it takes: {self.options})")
+        if cache is not None and self.caches:
+            options = {**options, "cache": cache}
         return self.factory(llm, retriever, reader, task, **options)
 
     def options_of(self, options: Mapping[str, Any]) -> dict[str, Any]:

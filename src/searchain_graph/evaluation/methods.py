@@ -167,6 +167,7 @@ _SPECS = (
         paper_accuracy=_table1(56.91, 17.07, 46.27, 76.95),
         paper_cost=(390, 189, 2.21, 8.52),
         options=SEARCHAIN_OPTIONS,
+        caches=True,
         demonstration_names=COQ_DEMONSTRATION_NAMES,
     ),
     MethodSpec(
@@ -188,6 +189,7 @@ _SPECS = (
         reads=True,
         paper_accuracy=_table1(46.11, 14.70, 42.67, 75.98),
         options=SEARCHAIN_OPTIONS,
+        caches=True,
         demonstration_names=COQ_DEMONSTRATION_NAMES,
     ),
     MethodSpec(
@@ -199,6 +201,7 @@ _SPECS = (
         reads=True,
         paper_accuracy=_table1(53.05, 15.86, 43.64, 76.53),
         options=SEARCHAIN_OPTIONS,
+        caches=True,
         demonstration_names=COQ_DEMONSTRATION_NAMES,
     ),
     MethodSpec(  # IRCoT is not in the paper's Table 1

@@ -23,6 +23,7 @@ is paged in on demand.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import tempfile
 import threading
@@ -120,11 +121,26 @@ class BM25Index:
         self.b = b
         self.max_scores = max_scores
         self._stemmer: SnowballStemmer | None = None
+        self._fingerprint: str | None = None
 
     @property
     def num_docs(self) -> int:
         """Number of indexed passages."""
         return int(self.doc_lengths.shape[0])
+
+    def fingerprint(self) -> str:
+        """A digest of the index's content (its stems, postings, lengths and parameters), computed once.
+
+        Two indexes with one fingerprint score every query alike: cached retrievals
+        (:mod:`searchain_graph.method.ir_tasks`) are keyed by it. It reads every array once.
+        """
+        if self._fingerprint is None:
+            digest = hashlib.sha256(json.dumps([FORMAT_VERSION, self.k1, self.b]).encode())
+            digest.update(json.dumps(sorted(self.vocab.items()), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+            for name in ARRAYS:
+                digest.update(np.ascontiguousarray(getattr(self, name)).tobytes())
+            self._fingerprint = digest.hexdigest()
+        return self._fingerprint
 
     @classmethod
     def build(

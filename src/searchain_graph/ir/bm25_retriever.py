@@ -104,6 +104,17 @@ class BM25Retriever(BaseRetriever):
     def __len__(self) -> int:
         return len(self._docs)
 
+    @property
+    def cache_key(self) -> str:
+        """Names this retriever's index by its content, for cached retrievals (``cache`` of the graph).
+
+        Raises:
+            RuntimeError: the retriever has no index.
+        """
+        if self._index is None:
+            raise RuntimeError("BM25Retriever has no index: build it with from_documents() or from_files()")
+        return f"bm25:{self._index.fingerprint()}:{len(self._docs)}"
+
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:

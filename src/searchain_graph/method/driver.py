@@ -13,6 +13,7 @@ step that ran last and starts a run afresh at the entry step. SearChain
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import functools
 import inspect
@@ -32,6 +33,7 @@ from langgraph.types import Command, Overwrite
 from searchain_graph._text import bound_text, replace_surrogates
 from searchain_graph.ir.readers.base import Reader, ReaderOutput, aread_pairs, passage_of, read_pairs
 from searchain_graph.method.calls import call_usage, doc_dict, label_node_run, message_text, trace_config
+from searchain_graph.method.ir_tasks import CachedIR, IRCall
 from searchain_graph.method.limits import MAX_ANSWER_CHARS, MAX_PASSAGE_CHARS, MAX_REPLY_CHARS
 from searchain_graph.method.question import validate_question
 from searchain_graph.method.state import DocumentDict, Usage, add_usage, empty_usage
@@ -105,6 +107,8 @@ class StepDriver:
             replaced, not reduced.
         state_schema: The graph's state ``TypedDict``, for its reducers (``usage`` is summed).
         title: How error notes name the method (default: ``method``).
+        cache_ir: Retrieve and read through LangGraph tasks with a ``CachePolicy``
+            (:mod:`searchain_graph.method.ir_tasks`): for a graph compiled with a ``cache``.
     """
 
     def __init__(
@@ -118,6 +122,7 @@ class StepDriver:
         fresh: Mapping[str, Any] | None = None,
         state_schema: type | None = None,
         title: str | None = None,
+        cache_ir: bool = False,
     ) -> None:
         if not isinstance(llm, BaseChatModel):
             raise TypeError(f"llm must be a LangChain BaseChatModel, got {type(llm).__name__}")
@@ -137,6 +142,7 @@ class StepDriver:
         self._read: RunnableLambda[list[tuple[str, DocumentDict]], list[ReaderOutput]] = RunnableLambda(
             self._read_pairs, afunc=self._aread_pairs, name="read"
         )
+        self.cached = CachedIR(retriever, reader) if cache_ir else None
 
     def settings(self, runtime: Runtime[Any] | None) -> Any:
         """The settings of the run ``runtime`` belongs to."""
@@ -319,12 +325,18 @@ class StepDriver:
         if isinstance(req, Retrieve):
             configs, kwargs = self._retrieve_args(req, running)
             assert self.retriever is not None
+            if self.cached is not None:
+                futures, job = self._start_cached(req, configs, kwargs, running)
+                return self._count_cached(req, [f.result() for f in futures], job, running)
             if len(req.queries) == 1:
                 found = [self.retriever.invoke(req.queries[0], config=configs[0], **kwargs)]
             else:
                 found = self.retriever.batch(list(req.queries), config=configs, **kwargs) if req.queries else []
             return self._count_retrieval(req, found, running)
         config = self._read_args(req, running)
+        if self.cached is not None:
+            futures, job = self._start_cached(req, config, {}, running)
+            return self._count_cached(req, [f.result() for f in futures], job, running)
         return self._clean_reads(self._read.invoke(list(req.pairs), config=config), running)
 
     async def _aperform(self, req: Request, running: _Running) -> Any:
@@ -335,6 +347,9 @@ class StepDriver:
             configs, kwargs = self._retrieve_args(req, running)
             retriever = self.retriever
             assert retriever is not None
+            if self.cached is not None:
+                futures, job = self._start_cached(req, configs, kwargs, running)
+                return self._count_cached(req, await asyncio.gather(*futures), job, running)
             if kwargs and not self.atakes_k:  # the sync method takes k, the default async one does not
                 calls = [
                     functools.partial(retriever.invoke, q, c, **kwargs)
@@ -347,7 +362,31 @@ class StepDriver:
                 found = await retriever.abatch(list(req.queries), config=configs, **kwargs) if req.queries else []
             return self._count_retrieval(req, found, running)
         config = self._read_args(req, running)
+        if self.cached is not None:
+            futures, job = self._start_cached(req, config, {}, running)
+            return self._count_cached(req, await asyncio.gather(*futures), job, running)
         return self._clean_reads(await self._read.ainvoke(list(req.pairs), config=config), running)
+
+    # With a cache (``cache_ir``), each retrieval and each reading is a task of its own
+    # (:mod:`searchain_graph.method.ir_tasks`); the misses run the plain calls, traced as above.
+    def _start_cached(
+        self, req: Retrieve | Read, config: Any, kwargs: dict[str, Any], running: _Running
+    ) -> tuple[list[Any], IRCall]:
+        assert self.cached is not None
+        if isinstance(req, Retrieve):
+            retriever = self.retriever
+            assert retriever is not None
+            by_query = dict(zip(req.queries, config, strict=True))
+            return self.cached.retrieve(req.queries, req.k, lambda q: retriever.invoke(q, config=by_query[q], **kwargs))
+        return self.cached.read(req.pairs, lambda q, d: self._read.invoke([(q, d)], config=config)[0])
+
+    def _count_cached(self, req: Retrieve | Read, results: Sequence[Any], job: IRCall, running: _Running) -> Any:
+        hits = len(results) - job.misses
+        if isinstance(req, Retrieve):
+            running.usage = add_usage(running.usage, {"retrieval_cache_hits": hits})
+            return self._count_retrieval(req, CachedIR.documents(results), running)
+        running.usage = add_usage(running.usage, {"reader_cache_hits": hits})
+        return self._clean_reads(CachedIR.outputs(results), running)
 
     # The read run takes (query, document dict) pairs, plain data like the state; the reader gets
     # (query, Passage) pairs, the title from the document's metadata.

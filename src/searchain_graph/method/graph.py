@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
+from langgraph.cache.base import BaseCache
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -129,6 +130,7 @@ def create_searchain_graph(
     on_busy: OnBusy = "reject",
     name: str = "searchain",
     review: bool = False,
+    cache: BaseCache[Any] | None = None,
 ) -> SearChainGraph:
     """Build SearChain (Search-in-the-Chain, Xu et al. WWW 2024) as a compiled LangGraph graph.
 
@@ -191,6 +193,12 @@ def create_searchain_graph(
             ``Command(resume="accept" | "reject" | {"decision": "edit", "answer": ...})``, and
             the tree records the decision (``decided_by="ir+person"``). Needs a checkpointer: yours,
             or the one LangGraph's server gives a graph it serves (``langgraph dev``).
+        cache: A LangGraph cache (``InMemoryCache``, ``SqliteCache``, any ``BaseCache``), passed
+            to ``compile``: each retrieval (keyed by the retriever, the query and ``k``) and each
+            reading (keyed by the reader, the query and the passage) is then a task with a
+            ``CachePolicy``, answered from the cache when seen before, also by other runs and
+            graphs sharing it (:mod:`searchain_graph.method.ir_tasks`). ``usage`` counts the hits.
+            None (the default): no tasks, no cache.
 
     Returns:
         The compiled graph (a :class:`~langgraph.graph.state.CompiledStateGraph`). Input
@@ -245,6 +253,7 @@ def create_searchain_graph(
         fresh=FRESH_RUN,
         state_schema=SearChainState,
         title="SearChain",
+        cache_ir=cache is not None,
     )
     builder = StateGraph(
         SearChainState, context_schema=SearChainContext, input_schema=InputState, output_schema=OutputState
@@ -275,7 +284,9 @@ def create_searchain_graph(
     builder.add_edge("coq_generation", "ir_check")
     builder.add_edge("feedback", "coq_generation")
     builder.add_edge("tracing", END)
-    graph = SearChainGraph.from_compiled(builder.compile(checkpointer=checkpointer, name=name), on_busy=on_busy)
+    graph = SearChainGraph.from_compiled(
+        builder.compile(checkpointer=checkpointer, cache=cache, name=name), on_busy=on_busy
+    )
     graph.step_timeout = step_timeout
     return graph.with_config(
         metadata={"searchain_threshold": confidence_threshold, "searchain_threshold_source": source}

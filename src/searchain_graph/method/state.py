@@ -142,7 +142,12 @@ class Branch(TypedDict):
 
 
 class Usage(TypedDict):
-    """Cost counters for one question (compare with the paper's Table 5)."""
+    """Cost counters for one question (compare with the paper's Table 5).
+
+    ``retrieval_calls`` and ``reader_calls`` count what the method asked for; the ``*_cache_hits``
+    say how many of those a graph compiled with a cache answered without calling the retriever
+    or the reader (:mod:`searchain_graph.method.ir_tasks`).
+    """
 
     llm_calls: int
     words_in: int
@@ -151,6 +156,8 @@ class Usage(TypedDict):
     output_tokens: int
     retrieval_calls: int
     reader_calls: int
+    retrieval_cache_hits: int
+    reader_cache_hits: int
 
 
 def empty_usage() -> Usage:
@@ -163,6 +170,8 @@ def empty_usage() -> Usage:
         "output_tokens": 0,
         "retrieval_calls": 0,
         "reader_calls": 0,
+        "retrieval_cache_hits": 0,
+        "reader_cache_hits": 0,
     }
 
 
