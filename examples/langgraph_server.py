@@ -16,7 +16,8 @@ from searchain_graph import BM25Retriever, BundledReader, create_searchain_graph
 _DATA = Path(__file__).parent / "data"
 _DEFAULT = f"{_DATA / 'searchain_demo.jsonl'}:{_DATA / 'hotpotqa_dev200_paragraphs.jsonl'}"
 
-llm = load_chat_model(os.environ.get("SEARCHAIN_MODEL") or None, max_batch_size=8)  # a local model decodes concurrent requests together
+# A local model decodes concurrent requests together.
+llm = load_chat_model(os.environ.get("SEARCHAIN_MODEL") or None, max_batch_size=8)
 retriever = BM25Retriever.from_files(os.environ.get("SEARCHAIN_CORPUS", _DEFAULT).split(":"))
 reader = BundledReader()  # the reader shipped in the package
 graph = create_searchain_graph(llm, retriever, reader)
