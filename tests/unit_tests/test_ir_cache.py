@@ -163,3 +163,23 @@ def test_searchain_eval_cache_is_shared_by_methods_and_runs(tmp_path: Path, caps
     assert again["usage"]["reader_cache_hits"] == again["usage"]["reader_calls"]
     assert again["prediction"] == read_records(tmp_path / "a.jsonl")[0]["prediction"]
     capsys.readouterr()
+
+
+def test_searchain_ask_cache_answers_a_repeated_question(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from searchain_graph.cli import main
+
+    demo = str(Path(__file__).resolve().parents[2] / "examples" / "data" / "searchain_demo.jsonl")
+    args = ["ask", QUESTION, "--corpus", demo, "--model", "import:tests.fakes:serve_llm", "--quiet"]
+    args += ["--cache", str(tmp_path / "ir.sqlite")]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    assert "from the cache" not in first
+    assert main(args) == 0
+    second = capsys.readouterr().out
+    assert "from the cache: " in second
+    hits = second.split("from the cache: ")[1].split()
+    retrievals = int(first.split(" retrievals,")[0].rsplit(" ", 1)[1])
+    assert int(hits[0]) == retrievals > 0  # every retrieval of the repeated question
+    assert first.split("\n\n")[0] == second.split("\n\n")[0]  # the same question and answer
+    assert main([*args[:-1], str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err

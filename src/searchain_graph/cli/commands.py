@@ -182,6 +182,9 @@ def _print_result(out: dict[str, Any], seconds: float) -> None:
         f"{usage['words_out']} out, {usage['retrieval_calls']} retrievals, {usage['reader_calls']} reads, "
         f"{seconds:.1f} s"
     )
+    cached = usage.get("retrieval_cache_hits", 0), usage.get("reader_cache_hits", 0)
+    if any(cached):
+        print(f"from the cache: {cached[0]} retrievals, {cached[1]} reads")
     for warning in out["warnings"]:
         print(f"note: {warning}", file=sys.stderr)
 
@@ -194,7 +197,7 @@ def build_graph(
     Args:
         args: ``--corpus`` or ``--index``, ``--model``, ``--llm-backend``, ``--reader``,
             ``--threshold``, ``--max-rounds``, ``--max-new-tokens``, ``--llm-timeout``, ``--task``,
-            ``--demonstrations``, ``--duplicates`` and (``serve``) ``--review``.
+            ``--demonstrations``, ``--duplicates``, ``--cache`` and (``serve``) ``--review``.
         say: Where the progress of loading goes.
         checkpointer: Passed to :func:`create_searchain_graph`.
         max_batch_size: Local models: calls decoded together.
@@ -214,10 +217,12 @@ def build_graph(
         is_duplicate=args.duplicates,
         checkpointer=checkpointer,
         review=bool(getattr(args, "review", False)),
+        cache=_open_cache(getattr(args, "cache", None)),
     )
     about = (
         f"LLM {stack.model_name}; {stack.source}; reader {args.reader}; task {task}; at most {args.max_rounds} rounds"
     ) + ("; a person reviews each correction" if getattr(args, "review", False) else "")
+    about += f"; IR cache {args.cache}" if getattr(args, "cache", None) else ""
     return graph, about
 
 

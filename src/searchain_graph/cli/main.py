@@ -164,6 +164,13 @@ def _add_stack(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="confidence threshold theta (default: the reader's saved calibration, else its default, 1.5)",
     )
+    parser.add_argument(
+        "--cache",
+        default=None,
+        metavar="FILE",
+        help="keep retrievals and readings in this SQLite file (LangGraph's SqliteCache): a query or passage "
+        "seen before, by this or an earlier run, is answered from it",
+    )
     _add_method_options(parser)
 
 
