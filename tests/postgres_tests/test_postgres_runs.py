@@ -120,3 +120,50 @@ def test_an_orphaned_run_is_adopted_by_exactly_one_replica(postgres_url: str) ->
     assert run.status == "done" and run.output["answer"] == "Toronto Coach Terminal"
     progress = [e["data"].get("progress") for e in run.events]
     assert "restarted from its question" in progress  # no checkpoint was written before it died
+
+
+def test_followers_are_told_of_each_write_and_survive_a_lost_listener(postgres_url: str) -> None:
+    """A follower on one store gets the events another store writes through NOTIFY alone (its fallback
+    read is set to a minute, longer than the test may take), also after its listening connection is cut."""
+    import psycopg
+
+    from searchain_graph.serve.run import follow_store
+
+    writer, reader = PostgresRunStore(postgres_url), PostgresRunStore(postgres_url)
+
+    async def follow(got: list[int]) -> None:
+        async for event in follow_store(reader, "r1", -1, lambda: False, poll=60.0):
+            got.append(int(event["id"]))
+
+    async def scenario() -> list[int]:
+        writer.save(StoredRun("r1", "q", "t1", 1.0, "running"))
+        got: list[int] = []
+        task = asyncio.create_task(follow(got))
+        for n in range(3):
+            await asyncio.to_thread(writer.append, "r1", {"id": n, "event": "update", "data": {"n": n}})
+            await _until(lambda n=n: len(got) == n + 1)
+        with psycopg.connect(postgres_url, autocommit=True) as admin:  # cut the reader's listening connection
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN searchain_runs'"
+            )
+        await asyncio.sleep(0.1)
+        await asyncio.to_thread(writer.append, "r1", {"id": 3, "event": "update", "data": {"n": 3}})
+        await _until(lambda: len(got) == 4)
+        await asyncio.to_thread(writer.append, "r1", {"id": 4, "event": "done", "data": {}})
+        writer.save(StoredRun("r1", "q", "t1", 1.0, "done"))
+        await asyncio.wait_for(task, 30)  # the row's end is announced too: the stream closes
+        return got
+
+    try:
+        assert asyncio.run(scenario()) == [0, 1, 2, 3, 4]
+    finally:
+        writer.close()
+        reader.close()
+
+
+async def _until(done: Any, seconds: float = 30.0) -> None:
+    """Wait for ``done()``: far less than the follower's one-minute fallback read when NOTIFY works."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, "the follower was not told of the write"
+        await asyncio.sleep(0.01)

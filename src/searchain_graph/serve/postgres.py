@@ -12,6 +12,12 @@ killed gives up its claims at once, and another replica (or the same one restart
 runs from their last checkpoint; a replica that is alive keeps them, and no other can run the same
 thread meanwhile.
 
+**Followers are told, not polling.** Every write of a run's row or event is followed by a
+``NOTIFY searchain_runs, '<run id>'``; each process LISTENs on a connection of its own (a thread
+started with the first follower), and wakes the followers of that run, which read it at once. A
+lost notification costs at most the fallback read every :attr:`PostgresRunStore.follow_poll_s`
+seconds; a lost listening connection is opened again, and every follower reads once more.
+
 Needs the ``postgres`` extra (``langgraph-checkpoint-postgres``, ``psycopg[binary,pool]``).
 """
 
@@ -25,7 +31,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from searchain_graph.serve.store import SqlRunStore, shown_url
+from searchain_graph.serve.store import SqlRunStore, StoredRun, Watch, shown_url
 
 __all__ = ["PG_SCHEMA", "PostgresRunStore", "open_postgres_checkpointer"]
 
@@ -47,6 +53,10 @@ SETUP_POLL_S = 0.1
 """How often a replica tries the set-up lock again while another holds it."""
 CLAIM_SEED = 37
 """The seed of ``hashtextextended`` for a thread's claim key."""
+CHANNEL = "searchain_runs"
+"""The ``NOTIFY`` channel on which a write names the run it changed."""
+LISTEN_RETRY_S = 1.0
+"""How long the listener waits before connecting again after losing its connection."""
 
 
 def _psycopg() -> Any:
@@ -71,12 +81,18 @@ class PostgresRunStore(SqlRunStore):
     """
 
     shared = True
+    follow_poll_s = 2.0
+    """Changes are announced (``NOTIFY``): this fallback read only covers a lost notification."""
 
     def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
         super().__init__()
         self.url = url
         self.connect_timeout = connect_timeout
         self._lock = threading.Lock()
+        self._watches: dict[str, set[tuple[asyncio.AbstractEventLoop, Watch]]] = {}
+        self._watch_lock = threading.Lock()
+        self._listener: threading.Thread | None = None
+        self._closing = threading.Event()
         self._conn = self._connect()
         self._claims_conn = self._connect()
         with self._setup_lock():
@@ -127,6 +143,74 @@ class PostgresRunStore(SqlRunStore):
         cursor = self._conn.execute(sql, tuple(params))
         return list(cursor.fetchall()) if cursor.description is not None else []
 
+    def save(self, run: StoredRun) -> None:
+        """Write ``run``'s row, then announce it to the followers of every replica."""
+        super().save(run)
+        self._notify(run.id)
+
+    def append(self, run_id: str, event: dict[str, Any]) -> None:
+        """Write one event, then announce it to the followers of every replica."""
+        super().append(run_id, event)
+        self._notify(run_id)
+
+    def _notify(self, run_id: str) -> None:
+        self._run("SELECT pg_notify(%s, %s)", (CHANNEL, self._clean(run_id)), write=True)
+
+    @contextlib.contextmanager
+    def watch(self, run_id: str) -> Iterator[Watch]:
+        """A :class:`Watch` set whenever any replica writes ``run_id`` (the listener started on first use)."""
+        self._listen_once()
+        entry = (asyncio.get_running_loop(), Watch())
+        with self._watch_lock:
+            self._watches.setdefault(run_id, set()).add(entry)
+        try:
+            yield entry[1]
+        finally:
+            with self._watch_lock:
+                entries = self._watches.get(run_id, set())
+                entries.discard(entry)
+                if not entries:
+                    self._watches.pop(run_id, None)
+
+    def _listen_once(self) -> None:
+        with self._watch_lock:
+            if self._listener is None:
+                self._listener = threading.Thread(target=self._listen, name="searchain-listen", daemon=True)
+                self._listener.start()
+
+    def _wake(self, run_id: str | None) -> None:
+        """Set the watches on ``run_id`` (on every run for None), each on its own event loop."""
+        with self._watch_lock:
+            if run_id is None:
+                entries = [e for group in self._watches.values() for e in group]
+            else:
+                entries = list(self._watches.get(run_id, ()))
+        for loop, watch in entries:
+            with contextlib.suppress(RuntimeError):  # its loop closed: nobody follows any more
+                loop.call_soon_threadsafe(watch.set)
+
+    def _listen(self) -> None:
+        """The listener thread: LISTEN, and wake the followers of each run named; reconnect when cut off."""
+        while not self._closing.is_set():
+            try:
+                conn = self._connect()
+            except ConnectionError:
+                self._closing.wait(LISTEN_RETRY_S)
+                continue
+            try:
+                conn.execute(f"LISTEN {CHANNEL}")
+                self._wake(None)  # changes made while nobody listened are read now
+                while not self._closing.is_set():
+                    for note in conn.notifies(timeout=0.5):
+                        self._wake(note.payload)
+            except Exception:  # noqa: BLE001 - a lost connection: listen again on a new one
+                if not self._closing.is_set():
+                    logger.warning("the listening connection to %s broke: connecting again", shown_url(self.url))
+                    self._closing.wait(LISTEN_RETRY_S)
+            finally:
+                with contextlib.suppress(Exception):
+                    conn.close()
+
     def _take(self, thread_id: str) -> bool:
         """Take the advisory lock of ``thread_id``; False when another process holds it."""
         if self._claims_conn.closed:
@@ -144,7 +228,10 @@ class PostgresRunStore(SqlRunStore):
             self._claims_conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, %s))", (thread_id, CLAIM_SEED))
 
     def close(self) -> None:
-        """Close both connections (the server releases every claim still held)."""
+        """Close the connections (the server releases every claim still held) and stop the listener."""
+        self._closing.set()
+        if self._listener is not None:
+            self._listener.join(timeout=5)
         with self._lock, self._claims_lock:
             self._claims.clear()
             for conn in (self._conn, self._claims_conn):

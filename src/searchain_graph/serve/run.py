@@ -17,7 +17,6 @@ from searchain_graph.serve.store import RunStore, StoredRun
 from searchain_graph.viz import render_tree
 
 __all__ = [
-    "FOLLOW_POLL_S",
     "MAX_ERROR_CHARS",
     "STOPPED_DURABLE",
     "Run",
@@ -28,9 +27,6 @@ __all__ = [
 
 STOPPED_DURABLE = "the server stopped before the run finished; it resumes when the server starts again"
 """What readers of a run in flight are told when a server with a durable store shuts down."""
-
-FOLLOW_POLL_S = 0.25
-"""How often a run in a shared store is read again for new events."""
 
 MAX_ERROR_CHARS = 500
 """An error shown to the page is cut to this length (the full traceback goes to the log)."""
@@ -102,29 +98,34 @@ class Run:
 
 
 async def follow_store(
-    store: RunStore, run_id: str, after: int, stop: Callable[[], bool], poll: float = FOLLOW_POLL_S
+    store: RunStore, run_id: str, after: int, stop: Callable[[], bool], poll: float | None = None
 ) -> AsyncIterator[dict[str, Any]]:
     """The events of a run in a shared store, numbered above ``after``, until the run ends.
 
-    Whichever replica writes them, they are read back every ``poll`` seconds (off the event loop).
-    A run paused for review has not ended; ``stop()`` true (the server shutting down) ends the stream.
+    Whichever replica writes them, they are read back (off the event loop) as soon as the store
+    announces a change (:meth:`RunStore.watch`), else every ``poll`` seconds (default: the store's
+    ``follow_poll_s``). A run paused for review has not ended; ``stop()`` true (the server shutting
+    down) ends the stream.
     """
+    poll = store.follow_poll_s if poll is None else poll
     position = after
     ended = False
-    while True:
-        fresh = await asyncio.to_thread(store.events_after, run_id, position)
-        for event in fresh:
-            yield event
-            position = int(event["id"])
-        if fresh:
-            continue
-        if ended or stop():
-            return
-        row = await asyncio.to_thread(store.get_row, run_id)
-        if row is None or row.status in ("done", "error"):
-            ended = True  # its last events were written before its row: one more read takes them
-            continue
-        await asyncio.sleep(poll)
+    with store.watch(run_id) as watch:
+        while True:
+            watch.clear()  # a change announced from here on is read by the next pass
+            fresh = await asyncio.to_thread(store.events_after, run_id, position)
+            for event in fresh:
+                yield event
+                position = int(event["id"])
+            if fresh:
+                continue
+            if ended or stop():
+                return
+            row = await asyncio.to_thread(store.get_row, run_id)
+            if row is None or row.status in ("done", "error"):
+                ended = True  # its last events were written before its row: one more read takes them
+                continue
+            await watch.wait(poll)
 
 
 def verdict_line(check: Mapping[str, Any]) -> str:

@@ -207,8 +207,8 @@ class RunManager(Recovery):
         """Every event of ``run`` with an id above ``after``, waiting for new ones until it ends.
 
         A run paused for review has not ended: its stream stays open through the decision. With a
-        shared store the events are read from it (every :data:`FOLLOW_POLL_S` seconds), whichever
-        replica writes them.
+        shared store the events are read from it, whichever replica writes them: at once when the
+        store announces a change (PostgreSQL's ``NOTIFY``), else every ``follow_poll_s`` seconds.
         """
         if self.store.shared:
             async for event in follow_store(self.store, run.id, after, lambda: self.closing):

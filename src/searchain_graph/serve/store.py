@@ -15,10 +15,12 @@ an event. The graph's checkpoints go to the same file through LangGraph's ``Asyn
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ __all__ = [
     "SqlRunStore",
     "SqliteRunStore",
     "StoredRun",
+    "Watch",
     "is_postgres_url",
     "open_sqlite_checkpointer",
     "shown_url",
@@ -68,6 +71,30 @@ class StoredRun:
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
+class Watch:
+    """Says when a run followed in a shared store may have changed (new events, a new status).
+
+    A store that cannot say leaves it unset, and a follower reads again every ``timeout`` seconds;
+    PostgreSQL sets it on each notification (``LISTEN``/``NOTIFY``).
+    """
+
+    def __init__(self) -> None:
+        self._flag = asyncio.Event()
+
+    def clear(self) -> None:
+        """Forget the changes seen so far (called just before reading the run again)."""
+        self._flag.clear()
+
+    def set(self) -> None:
+        """Mark a change (on the watch's event loop)."""
+        self._flag.set()
+
+    async def wait(self, timeout: float) -> None:
+        """Return once a change is marked, or after ``timeout`` seconds."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._flag.wait(), timeout)
+
+
 class RunStore:
     """Keeps nothing: the runs live only in the process (the default, as before ``--db``).
 
@@ -81,6 +108,9 @@ class RunStore:
     shared = False
     """Whether other processes (replicas) write the same store: then runs and events are read
     back from it, and claims hold across processes."""
+    follow_poll_s = 0.25
+    """How often a follower reads a run again when no change is announced (a store that announces
+    its changes, through :meth:`watch`, is read again at once and this is only the fallback)."""
 
     def __init__(self) -> None:
         self._claims: set[str] = set()
@@ -118,6 +148,11 @@ class RunStore:
     def in_flight(self) -> list[StoredRun]:
         """The runs stored as ``queued`` or ``running`` (without events): in flight somewhere, or orphaned."""
         return []
+
+    @contextlib.contextmanager
+    def watch(self, run_id: str) -> Iterator[Watch]:
+        """A :class:`Watch` on ``run_id`` for as long as the block runs (here: never set)."""
+        yield Watch()
 
     def claim(self, thread_id: str) -> bool:
         """Claim ``thread_id`` for this process; False when it is claimed already (here or elsewhere)."""
