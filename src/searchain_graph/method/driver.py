@@ -322,34 +322,31 @@ class StepDriver:
         if isinstance(req, Generate):
             sent, kwargs = self._generate_args(req, running)
             return self._count_generation(sent, self.llm.invoke(sent, **kwargs), running)
+        if self.cached is not None:
+            futures, job = self._start_cached(req, running)
+            return self._count_cached(req, [f.result() for f in futures], job, running)
         if isinstance(req, Retrieve):
             configs, kwargs = self._retrieve_args(req, running)
             assert self.retriever is not None
-            if self.cached is not None:
-                futures, job = self._start_cached(req, configs, kwargs, running)
-                return self._count_cached(req, [f.result() for f in futures], job, running)
             if len(req.queries) == 1:
                 found = [self.retriever.invoke(req.queries[0], config=configs[0], **kwargs)]
             else:
                 found = self.retriever.batch(list(req.queries), config=configs, **kwargs) if req.queries else []
             return self._count_retrieval(req, found, running)
         config = self._read_args(req, running)
-        if self.cached is not None:
-            futures, job = self._start_cached(req, config, {}, running)
-            return self._count_cached(req, [f.result() for f in futures], job, running)
         return self._clean_reads(self._read.invoke(list(req.pairs), config=config), running)
 
     async def _aperform(self, req: Request, running: _Running) -> Any:
         if isinstance(req, Generate):
             sent, kwargs = self._generate_args(req, running)
             return self._count_generation(sent, await self.llm.ainvoke(sent, **kwargs), running)
+        if self.cached is not None:
+            futures, job = self._start_cached(req, running)
+            return self._count_cached(req, await asyncio.gather(*futures), job, running)
         if isinstance(req, Retrieve):
             configs, kwargs = self._retrieve_args(req, running)
             retriever = self.retriever
             assert retriever is not None
-            if self.cached is not None:
-                futures, job = self._start_cached(req, configs, kwargs, running)
-                return self._count_cached(req, await asyncio.gather(*futures), job, running)
             if kwargs and not self.atakes_k:  # the sync method takes k, the default async one does not
                 calls = [
                     functools.partial(retriever.invoke, q, c, **kwargs)
@@ -362,22 +359,19 @@ class StepDriver:
                 found = await retriever.abatch(list(req.queries), config=configs, **kwargs) if req.queries else []
             return self._count_retrieval(req, found, running)
         config = self._read_args(req, running)
-        if self.cached is not None:
-            futures, job = self._start_cached(req, config, {}, running)
-            return self._count_cached(req, await asyncio.gather(*futures), job, running)
         return self._clean_reads(await self._read.ainvoke(list(req.pairs), config=config), running)
 
     # With a cache (``cache_ir``), each retrieval and each reading is a task of its own
     # (:mod:`searchain_graph.method.ir_tasks`); the misses run the plain calls, traced as above.
-    def _start_cached(
-        self, req: Retrieve | Read, config: Any, kwargs: dict[str, Any], running: _Running
-    ) -> tuple[list[Any], IRCall]:
+    def _start_cached(self, req: Retrieve | Read, running: _Running) -> tuple[list[Any], IRCall]:
         assert self.cached is not None
         if isinstance(req, Retrieve):
+            configs, kwargs = self._retrieve_args(req, running)
             retriever = self.retriever
             assert retriever is not None
-            by_query = dict(zip(req.queries, config, strict=True))
+            by_query = dict(zip(req.queries, configs, strict=True))
             return self.cached.retrieve(req.queries, req.k, lambda q: retriever.invoke(q, config=by_query[q], **kwargs))
+        config = self._read_args(req, running)
         return self.cached.read(req.pairs, lambda q, d: self._read.invoke([(q, d)], config=config)[0])
 
     def _count_cached(self, req: Retrieve | Read, results: Sequence[Any], job: IRCall, running: _Running) -> Any:

@@ -21,6 +21,7 @@ as before: tasks cost a little (a run and, with a checkpointer, a saved write ea
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sqlite3
@@ -155,8 +156,18 @@ class CachedIR:
     """
 
     def __init__(self, retriever: Any, reader: Any) -> None:
-        self.retriever_key = (component_key(retriever) or unkeyed(retriever)) if retriever is not None else ""
-        self.reader_key = (component_key(reader) or unkeyed(reader)) if reader is not None else ""
+        self._retriever, self._reader = retriever, reader
+
+    # Computed on first use, not when the graph is built: a large index's digest reads all of it.
+    @functools.cached_property
+    def retriever_key(self) -> str:
+        """The retriever's part of every retrieval's key."""
+        return component_key(self._retriever) or unkeyed(self._retriever)
+
+    @functools.cached_property
+    def reader_key(self) -> str:
+        """The reader's part of every reading's key."""
+        return component_key(self._reader) or unkeyed(self._reader)
 
     def retrieve(
         self, queries: Sequence[str], k: int | None, fetch: Callable[[str], Sequence[Document]]
