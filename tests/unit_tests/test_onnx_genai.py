@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from searchain_graph.llms.chat_model import TransformersChatModel
-from searchain_graph.llms.onnx_genai import GenAIDecoder, build_genai_model, default_threads
+from searchain_graph.llms.onnx_genai import (
+    KEPT_PREFIXES,
+    GenAIDecoder,
+    build_genai_model,
+    default_threads,
+    kept_prefixes,
+)
 from searchain_graph.llms.weights import content_key
 
 
@@ -61,6 +67,17 @@ def test_greedy_decoding_matches_the_torch_path_in_fp32(tiny_llm_dir: Path, tiny
         assert token == int(np.argmax(logits)) or reference[token] == pytest.approx(reference.max(), abs=1e-4)
         assert logprob == pytest.approx(float(reference[token]), abs=1e-3)
         seq.append(token)
+
+
+def test_kept_prefixes_come_from_the_environment_or_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SEARCHAIN_KEPT_PREFIXES", raising=False)
+    assert kept_prefixes() == KEPT_PREFIXES
+    monkeypatch.setenv("SEARCHAIN_KEPT_PREFIXES", " 0 ")
+    assert kept_prefixes() == 0
+    for bad in ("-1", "2.5", "many", "１"):  # "１" is a full-width digit: isdigit() but not ASCII
+        monkeypatch.setenv("SEARCHAIN_KEPT_PREFIXES", bad)
+        with pytest.raises(ValueError, match="SEARCHAIN_KEPT_PREFIXES must be a whole number"):
+            kept_prefixes()
 
 
 def test_a_kept_prefix_gives_what_a_cold_prefill_gives(tiny_llm_dir: Path, tiny_onnx: dict[str, Path]) -> None:

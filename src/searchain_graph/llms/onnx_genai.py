@@ -69,6 +69,10 @@ GENAI_PRECISIONS: dict[str, list[str]] = {
 }
 """The precisions :func:`build_genai_model` offers, with the builder's options for each."""
 
+KEPT_PREFIXES = 3
+"""Generators :class:`GenAIDecoder` keeps alive between calls by default (``SEARCHAIN_KEPT_PREFIXES``
+overrides it): each holds a KV cache of ``max_length`` tokens (about 180 MB for the 1.5B at 3,072)."""
+
 MIN_SUFFIX = 2
 """Tokens always prefilled anew after a kept prefix. ONNX Runtime computes one new token with
 other kernels than several, so re-reading at least two keeps a reused prefix bit-identical to a
@@ -152,6 +156,20 @@ def default_threads() -> int:
     return max(1, len(affinity(0)) if affinity else (os.cpu_count() or 1))
 
 
+def kept_prefixes() -> int:
+    """``$SEARCHAIN_KEPT_PREFIXES`` (a whole number, 0 or more), else :data:`KEPT_PREFIXES`.
+
+    Raises:
+        ValueError: the variable is set to something else.
+    """
+    raw = os.environ.get("SEARCHAIN_KEPT_PREFIXES", "").strip()
+    if not raw:
+        return KEPT_PREFIXES
+    if not (raw.isascii() and raw.isdigit()):
+        raise ValueError(f"SEARCHAIN_KEPT_PREFIXES must be a whole number of generators, got {raw!r}")
+    return int(raw)
+
+
 @dataclass
 class _Kept:
     generator: Any
@@ -175,7 +193,8 @@ class GenAIDecoder:
     Args:
         model_dir: A directory written by :func:`build_genai_model`.
         eos_ids: Token ids that end a reply (not returned).
-        keep: Generators kept alive between calls (each holds a KV cache of ``max_length``).
+        keep: Generators kept alive between calls (each holds a KV cache of ``max_length``);
+            ``None``: ``$SEARCHAIN_KEPT_PREFIXES``, else :data:`KEPT_PREFIXES`.
         max_length: Tokens a kept generator can hold (prompt and reply); ``None``: the model's
             context length, at most 3072. A longer call gets a generator of its own.
         threads: Threads of ONNX Runtime's operators; ``None``: :func:`default_threads`. (Left to
@@ -188,7 +207,7 @@ class GenAIDecoder:
         model_dir: str | Path,
         *,
         eos_ids: Sequence[int],
-        keep: int = 3,
+        keep: int | None = None,
         max_length: int | None = None,
         threads: int | None = None,
     ) -> None:
@@ -200,7 +219,7 @@ class GenAIDecoder:
         config.overlay(json.dumps({"model": {"decoder": {"session_options": {"intra_op_num_threads": self.threads}}}}))
         self.model = og.Model(config)
         self.eos_ids = frozenset(int(i) for i in eos_ids)
-        self.keep = max(0, keep)
+        self.keep = max(0, kept_prefixes() if keep is None else keep)
         config = json.loads((Path(model_dir) / "genai_config.json").read_text(encoding="utf-8"))
         context = int(config.get("model", {}).get("context_length") or 4096)
         self.max_length = max_length or min(context, 3072)
