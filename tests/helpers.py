@@ -170,7 +170,7 @@ def assert_runs_end(list_port: int, show_port: int, run_ids: list[str], *, withi
         if run["status"] == "error":
             assert run["error"], run
         else:
-            assert run["answer"] and run["output"]["final_content"]
+            assert run["answer"] and run["output"]["final_content"], run
 
 
 @contextlib.contextmanager

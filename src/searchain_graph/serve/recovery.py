@@ -120,7 +120,10 @@ class Recovery:
             await self._release(run.thread_id)
             return
         values = dict(snapshot.values) if snapshot is not None and snapshot.values else {}
-        if snapshot is not None and values and not snapshot.next:
+        # Finished only with no task left at all: a step whose tasks wrote their results but whose
+        # checkpoint the kill prevented has no "next" either, and its values lack those results
+        # (the run would be "done" with an empty answer); resuming applies them and finishes.
+        if snapshot is not None and values and not snapshot.next and not snapshot.tasks:
             run.output = {k: values[k] for k in OUTPUT_KEYS if k in values}
             await self._emit(run, "done", {"answer": values.get("answer"), "html": tree_fragment(values)}, "done")
             await self._release(run.thread_id)
