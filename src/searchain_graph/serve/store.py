@@ -9,7 +9,8 @@ when the process died (status ``queued`` or ``running``) to resume or fail them.
 :class:`SqlRunStore` holds the SQL of both databases; :class:`SqliteRunStore` writes each change in
 its own transaction (WAL journal): a process killed mid-write leaves the previous state, never half
 an event. The graph's checkpoints go to the same file through LangGraph's ``AsyncSqliteSaver``
-(:func:`open_sqlite_checkpointer`), in its own tables. PostgreSQL, shared by replicas, is
+(:func:`open_sqlite_checkpointer`; each task's writes stored whole by
+:class:`~searchain_graph.serve.sqlite_saver.AtomicSqliteSaver`), in its own tables. PostgreSQL, shared by replicas, is
 :class:`~searchain_graph.serve.postgres.PostgresRunStore`.
 """
 
@@ -342,16 +343,18 @@ async def open_sqlite_checkpointer(path: str | Path) -> Any:
     """
     try:
         import aiosqlite
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        from searchain_graph.serve.sqlite_saver import AtomicSqliteSaver
     except ImportError as exc:
         need = 'pip install "searchain-graph[serve]"'
         raise ImportError(f"durable runs need langgraph-checkpoint-sqlite: {need} ({exc})") from exc
     # Autocommit: each of the saver's statements is its own transaction. With Python's implicit
     # transactions, a transaction of the saver was at times left open after a run was cancelled,
     # and every later write to the file waited for it and failed ("database is locked"; 3 of 8
-    # runs of the in-process restart test, 0 of 16 in autocommit).
+    # runs of the in-process restart test, 0 of 16 in autocommit). The one write of several
+    # statements, a task's writes, is made one transaction by AtomicSqliteSaver.
     conn = await aiosqlite.connect(str(path), timeout=30, isolation_level=None)
     await conn.execute("PRAGMA journal_mode=WAL")
-    saver = AsyncSqliteSaver(conn)
+    saver = AtomicSqliteSaver(conn)
     await saver.setup()
     return saver
