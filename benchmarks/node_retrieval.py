@@ -10,9 +10,10 @@ several ways, no LLM involved:
 * ``query, top-3``: the query alone, any of its top 3 passages (what reading three and keeping the
   surest *g* could reach at best; the paper reads one).
 
-For each, it counts the node queries whose top-1 passage is one of the question's gold supporting
-paragraphs, and the questions where some node's top-1 is a supporting paragraph that holds the
-gold answer (the evaluation report's "never read" is the complement of this, for the paper's way). A question run more than once in one file counts once (its last record).
+For each, it counts the node queries whose passages include one of the question's gold supporting
+paragraphs, and the questions where some node's passages include a supporting paragraph that holds
+the gold answer (the evaluation report's "never read" is the complement of this, for the paper's
+way). A question run more than once in one file counts once (its last record).
 
     python benchmarks/node_retrieval.py --data ../shared/data/hotpotqa/ircot_dev_subsampled.first200.jsonl \
         --records docs/results/qwen/dev/turns.jsonl --records docs/results/qwen/dev/instruction.jsonl
