@@ -207,3 +207,23 @@ def living_in_session(session: int) -> list[int]:
         if int(fields[3]) == session and fields[0] != "Z":
             living.append(int(stat.parent.name))
     return living
+
+
+def assert_run_ends_are_whole(store: Any, refuse_done_events: Any) -> None:
+    """``store.record`` writes a run's row and its event in one transaction: when the event is refused
+    (``refuse_done_events()`` installs a trigger that refuses every ``done`` event), the row keeps its
+    old status; a new run's row and first event go in together; the store stays usable.
+    """
+    from searchain_graph.serve.store import StoredRun
+
+    store.record("b", {"id": 0, "event": "update", "data": {}}, StoredRun("b", "Q?", "tb", 2.0, "queued"))
+    store.save(StoredRun("a", "Q?", "ta", 1.0, "running"))
+    refuse_done_events()
+    with pytest.raises(Exception, match="refused"):
+        store.record("a", {"id": 0, "event": "done", "data": {}}, StoredRun("a", "Q?", "ta", 1.0, "done", None, {}))
+    kept = store.get("a")
+    assert kept is not None and kept.status == "running" and kept.events == []  # neither the row nor the event
+    store.record("a", {"id": 0, "event": "failed", "data": {"error": "x"}}, StoredRun("a", "Q?", "ta", 1.0, "error"))
+    ended, new = store.get("a"), store.get("b")
+    assert ended is not None and ended.status == "error" and [e["event"] for e in ended.events] == ["failed"]
+    assert new is not None and new.status == "queued" and [e["event"] for e in new.events] == ["update"]

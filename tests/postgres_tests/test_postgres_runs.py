@@ -22,6 +22,7 @@ from searchain_graph.serve.postgres import PostgresRunStore
 from searchain_graph.serve.runs import RunManager
 from searchain_graph.serve.store import StoredRun
 from tests.fakes import QUESTION, TREE_READS, ScriptedReader, retriever, tree_llm
+from tests.helpers import assert_run_ends_are_whole
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -167,3 +168,16 @@ async def _until(done: Any, seconds: float = 30.0) -> None:
     while not done():
         assert time.monotonic() < deadline, "the follower was not told of the write"
         await asyncio.sleep(0.01)
+
+
+def test_a_runs_end_is_stored_with_its_last_event_or_not_at_all(postgres_url: str) -> None:
+    store = PostgresRunStore(postgres_url)
+    refuse = (
+        "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "IF NEW.event = 'done' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$",
+        "CREATE TRIGGER refuse BEFORE INSERT ON searchain_run_events FOR EACH ROW EXECUTE FUNCTION refuse()",
+    )
+    try:
+        assert_run_ends_are_whole(store, lambda: [store._run(sql, write=True) for sql in refuse])
+    finally:
+        store.close()

@@ -30,7 +30,7 @@ from searchain_graph.serve.db import open_run_store
 from searchain_graph.serve.runs import RunManager
 from searchain_graph.serve.store import SqliteRunStore, StoredRun, open_sqlite_checkpointer
 from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tree_llm
-from tests.helpers import read_events
+from tests.helpers import assert_run_ends_are_whole, read_events
 
 LOCAL = "http://127.0.0.1"
 
@@ -183,3 +183,15 @@ def test_the_store_keeps_what_it_was_given_and_refuses_what_it_cannot_open(tmp_p
         SqliteRunStore(tmp_path / "junk.db")
     with pytest.raises(ValueError, match=r"'mysql://me:…@db/x': a SQLite file path or a postgresql:// URL"):
         open_run_store("mysql://me:secret@db/x")  # the password is never shown
+
+
+def test_a_runs_end_is_stored_with_its_last_event_or_not_at_all(tmp_path: Path) -> None:
+    store = SqliteRunStore(tmp_path / "runs.db")
+    refuse = (
+        "CREATE TRIGGER refuse BEFORE INSERT ON searchain_run_events WHEN NEW.event = 'done' "
+        "BEGIN SELECT RAISE(ABORT, 'refused'); END"
+    )
+    try:
+        assert_run_ends_are_whole(store, lambda: store._run(refuse, write=True))
+    finally:
+        store.close()

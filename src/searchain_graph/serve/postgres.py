@@ -12,11 +12,12 @@ killed gives up its claims at once, and another replica (or the same one restart
 runs from their last checkpoint; a replica that is alive keeps them, and no other can run the same
 thread meanwhile.
 
-**Followers are told, not polling.** Every write of a run's row or event is followed by a
-``NOTIFY searchain_runs, '<run id>'``; each process LISTENs on a connection of its own (a thread
-started with the first follower), and wakes the followers of that run, which read it at once. A
-lost notification costs at most the fallback read every :attr:`PostgresRunStore.follow_poll_s`
-seconds; a lost listening connection is opened again, and every follower reads once more.
+**Followers are told, not polling.** Every write of a run's row or event carries a
+``NOTIFY searchain_runs, '<run id>'`` in the same statement (sent when it commits); each process
+LISTENs on a connection of its own (a thread started with the first follower), and wakes the
+followers of that run, which read it at once. A lost notification costs at most the fallback read
+every :attr:`PostgresRunStore.follow_poll_s` seconds; a lost listening connection is opened again,
+and every follower reads once more.
 
 Needs the ``postgres`` extra (``langgraph-checkpoint-postgres``, ``psycopg[binary,pool]``).
 """
@@ -31,7 +32,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from searchain_graph.serve.store import SqlRunStore, StoredRun, Watch, shown_url
+from searchain_graph.serve.store import SqlRunStore, Statement, Watch, shown_url
 
 __all__ = ["PG_SCHEMA", "PostgresRunStore", "open_postgres_checkpointer"]
 
@@ -143,18 +144,16 @@ class PostgresRunStore(SqlRunStore):
         cursor = self._conn.execute(sql, tuple(params))
         return list(cursor.fetchall()) if cursor.description is not None else []
 
-    def save(self, run: StoredRun) -> None:
-        """Write ``run``'s row, then announce it to the followers of every replica."""
-        super().save(run)
-        self._notify(run.id)
+    def _write(self, run_id: str, statements: Sequence[Statement]) -> None:
+        """Run ``statements`` and announce the change to every replica: one statement, one round trip.
 
-    def append(self, run_id: str, event: dict[str, Any]) -> None:
-        """Write one event, then announce it to the followers of every replica."""
-        super().append(run_id, event)
-        self._notify(run_id)
-
-    def _notify(self, run_id: str) -> None:
-        self._run("SELECT pg_notify(%s, %s)", (CHANNEL, self._clean(run_id)), write=True)
+        Each is a data-modifying ``WITH`` of one statement that ends with ``pg_notify``, so the
+        changes and the notification are one transaction (the notification is sent at its commit).
+        """
+        parts = [f"w{i} AS ({sql})" for i, (sql, _) in enumerate(statements)]
+        params = [p for _, values in statements for p in values]
+        sql = f"WITH {', '.join(parts)} SELECT pg_notify(%s, %s)"
+        self._run(sql, (*params, CHANNEL, self._clean(run_id)), write=True)
 
     @contextlib.contextmanager
     def watch(self, run_id: str) -> Iterator[Watch]:

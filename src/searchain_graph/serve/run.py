@@ -28,11 +28,6 @@ __all__ = [
 STOPPED_DURABLE = "the server stopped before the run finished; it resumes when the server starts again"
 """What readers of a run in flight are told when a server with a durable store shuts down."""
 
-END_GRACE_S = 5.0
-"""How long a follower waits for the last event of a run whose row says it ended (written just after)."""
-END_POLL_S = 0.05
-"""How often it reads again meanwhile, when no write is announced."""
-
 MAX_ERROR_CHARS = 500
 """An error shown to the page is cut to this length (the full traceback goes to the log)."""
 
@@ -114,30 +109,23 @@ async def follow_store(
     """
     poll = store.follow_poll_s if poll is None else poll
     position = after
-    last: str | None = None
-    ended_at: float | None = None
     with store.watch(run_id) as watch:
         while True:
             watch.clear()  # a change announced from here on is read by the next pass
             fresh = await asyncio.to_thread(store.events_after, run_id, position)
             for event in fresh:
                 yield event
-                position, last = int(event["id"]), str(event["event"])
+                position = int(event["id"])
             if fresh:
                 continue
             if stop():
                 return
-            if ended_at is not None:
-                # The writer stores a finished run's row just before its last event: wait for that event
-                # (its write is announced), a little while at most.
-                if last in ("done", "failed") or time.monotonic() - ended_at > END_GRACE_S:
-                    return
-                await watch.wait(min(poll, END_POLL_S))
-                continue
             row = await asyncio.to_thread(store.get_row, run_id)
             if row is None or row.status in ("done", "error"):
-                ended_at = time.monotonic()
-                continue
+                # A run's end is written with its last event (RunStore.record): one more read has it.
+                for event in await asyncio.to_thread(store.events_after, run_id, position):
+                    yield event
+                return
             await watch.wait(poll)
 
 

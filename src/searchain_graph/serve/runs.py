@@ -279,9 +279,7 @@ class RunManager(Recovery):
             logger.warning("could not delete the stored run %s", run_id)
 
     def _persist(self, run_id: str, row: StoredRun | None, record: dict[str, Any]) -> None:
-        if row is not None:
-            self.store.save(row)
-        self.store.append(run_id, record)
+        self.store.record(run_id, record, row)  # together: a run's "done" row never lacks its last event
 
     async def _execute(self, run: Run, *, resume: bool = False, decision: object = None) -> None:
         if decision is not None:

@@ -31,6 +31,7 @@ __all__ = [
     "RunStore",
     "SqlRunStore",
     "SqliteRunStore",
+    "Statement",
     "StoredRun",
     "Watch",
     "is_postgres_url",
@@ -123,6 +124,16 @@ class RunStore:
     def append(self, run_id: str, event: dict[str, Any]) -> None:
         """Write one event of a run whose row is saved."""
 
+    def record(self, run_id: str, event: dict[str, Any], row: StoredRun | None = None) -> None:
+        """Write one event of a run and, when given, its new row, together: both or neither.
+
+        A run's end is its row ("done") and its last event: a reader, or a process killed between
+        two writes, never finds one without the other.
+        """
+        if row is not None:
+            self.save(row)
+        self.append(run_id, event)
+
     def delete(self, run_id: str) -> None:
         """Forget a run and its events."""
 
@@ -198,6 +209,9 @@ def _text(value: str | None) -> str | None:
 
 ROW = "id, question, thread_id, created, status, error, output"
 
+Statement = tuple[str, tuple[Any, ...]]
+"""One SQL statement (``%s`` placeholders) and its parameters."""
+
 
 def _row(values: Sequence[Any], events: list[dict[str, Any]] | None = None) -> StoredRun:
     rid, question, thread_id, created, status, err, output = values
@@ -220,25 +234,38 @@ class SqlRunStore(RunStore):
     def _clean(self, value: str | None) -> str | None:
         return _text(value)
 
-    def save(self, run: StoredRun) -> None:
-        """Insert or update ``run``'s row, in one transaction."""
+    def _write(self, run_id: str, statements: Sequence[Statement]) -> None:
+        """Run ``statements``, all changes of run ``run_id``, in one transaction."""
+        raise NotImplementedError
+
+    def _upsert(self, run: StoredRun) -> Statement:
         output = None if run.output is None else _json(run.output)
         clean = self._clean
-        self._run(
+        return (
             f"INSERT INTO searchain_runs ({ROW}) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT(id) DO UPDATE "
             "SET status = excluded.status, error = excluded.error, output = excluded.output",
             (run.id, clean(run.question), clean(run.thread_id), run.created, run.status, clean(run.error), output),
-            write=True,
         )
 
-    def append(self, run_id: str, event: dict[str, Any]) -> None:
-        """Write one event, in one transaction (an event already written with that number is kept)."""
-        self._run(
+    @staticmethod
+    def _insert_event(run_id: str, event: dict[str, Any]) -> Statement:
+        return (
             "INSERT INTO searchain_run_events (run_id, seq, event, data) VALUES (%s, %s, %s, %s) "
             "ON CONFLICT DO NOTHING",
             (run_id, int(event["id"]), str(event["event"]), _json(event["data"])),
-            write=True,
         )
+
+    def save(self, run: StoredRun) -> None:
+        """Insert or update ``run``'s row, in one transaction."""
+        self._write(run.id, [self._upsert(run)])
+
+    def append(self, run_id: str, event: dict[str, Any]) -> None:
+        """Write one event, in one transaction (an event already written with that number is kept)."""
+        self._write(run_id, [self._insert_event(run_id, event)])
+
+    def record(self, run_id: str, event: dict[str, Any], row: StoredRun | None = None) -> None:
+        """Write one event and, when given, the run's row, in one transaction."""
+        self._write(run_id, [*([self._upsert(row)] if row is not None else []), self._insert_event(run_id, event)])
 
     def delete(self, run_id: str) -> None:
         """Delete the run's row and, by cascade, its events."""
@@ -303,12 +330,22 @@ class SqliteRunStore(SqlRunStore):
         self._conn.executescript(SCHEMA)
 
     def _run(self, sql: str, params: Sequence[Any] = (), *, write: bool = False) -> list[tuple[Any, ...]]:
+        if write:
+            return self._transaction([(sql, tuple(params))])
         with self._lock:
-            if not write:
-                return self._conn.execute(sql.replace("%s", "?"), tuple(params)).fetchall()
+            return self._conn.execute(sql.replace("%s", "?"), tuple(params)).fetchall()
+
+    def _write(self, run_id: str, statements: Sequence[Statement]) -> None:
+        self._transaction(statements)
+
+    def _transaction(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
+        """Run ``statements`` in one transaction; the rows the last one returns."""
+        found: list[tuple[Any, ...]] = []
+        with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                found = self._conn.execute(sql.replace("%s", "?"), tuple(params)).fetchall()
+                for sql, params in statements:
+                    found = self._conn.execute(sql.replace("%s", "?"), params).fetchall()
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
