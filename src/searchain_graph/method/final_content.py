@@ -5,7 +5,8 @@ A small model's output is checked before it is kept (:func:`final_content`): cit
 that do not exist are removed; output that cites nothing, repeats the worked example, or cites an
 entry IR corrected or completed for a statement without that entry's answer
 (:func:`statements_against_path`) is replaced by content composed from the path
-(:func:`compose_from_path`).
+(:func:`compose_from_path`). An answer naming neither of two options the question offers is
+replaced by the option the path links it to (:func:`~searchain_graph.method.choices.answer_as_option`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from searchain_graph.ir.corpus import joined_text
+from searchain_graph.method.choices import answer_as_option
 from searchain_graph.method.limits import bounded_output
 from searchain_graph.method.parsing import (
     citations,
@@ -84,7 +86,9 @@ def final_content(state: SearChainState, task: str, reply: str | None) -> dict[s
                 f"the tracing output cites {', '.join(f'[{n}]' for n in against)} for a statement without the "
                 "answer IR gave there; the final content was composed from the path"
             )
-    answer = best_answer(content) or content
+    answer, chosen = answer_as_option(state["question"], best_answer(content) or content, _pairs(path))
+    if chosen:
+        update["warnings"].append(chosen)
     out = bounded_output(content, answer, update["warnings"], no_answer=NO_ANSWER)
     return {**update, **out}
 
@@ -116,6 +120,10 @@ def compose_from_path(path: Sequence[Reference], answer: str) -> str:
         said = ref["answer"].strip().rstrip(".") or "not found in the passage"
         steps.append(f"{ref['query'].rstrip(' ?')}: {said} [{ref['index']}].")
     return " ".join(steps) + (f" So the final answer is {answer.strip().rstrip('.')}." if answer else "")
+
+
+def _pairs(path: Sequence[Reference]) -> list[tuple[str, str]]:
+    return [(r["query"], r["answer"]) for r in path]
 
 
 def passage_text_of(reference: Reference) -> str:

@@ -34,6 +34,7 @@ from searchain_graph.evaluation.baselines.prompts import (
     DIRECT_PROMPT,
 )
 from searchain_graph.method.calls import to_messages
+from searchain_graph.method.choices import answer_as_option
 from searchain_graph.method.layouts import no_ir_turns, turn_dicts
 from searchain_graph.method.parsing import extract_final_answer, parse_chain
 from searchain_graph.method.steps import Generate, StepBody
@@ -161,6 +162,11 @@ def create_searchain_no_ir_graph(
         )
         if not answer:
             warnings.append("the LLM stated no answer")
+        # As SearChain's tracing does, over the chain's own pairs (there is no path without IR).
+        pairs = [(n["query"], n["answer"] or "") for n in parsed.nodes]
+        answer, chosen = answer_as_option(state["question"], answer, pairs)
+        if chosen:
+            warnings.append(chosen)
         return {"final_content": text.strip(), "answer": answer, "warnings": warnings}
 
     return one_node_graph(
