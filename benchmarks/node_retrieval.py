@@ -48,10 +48,46 @@ def node_queries(record: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(n["query"] for b in branches for n in b.get("nodes") or [] if n.get("query")))
 
 
+def reader_gate(records: list[dict[str, Any]], retriever: BM25Retriever, theta: float, ks: tuple[int, ...]) -> None:
+    """Per way of reading the query's top-k passages, the questions where some node's *g* is a gold answer above θ.
+
+    Top-1 is the paper's; top-k keeps, per query, the passage whose *g* the reader is surest of.
+    """
+    from searchain_graph.ir.readers.base import Passage
+    from searchain_graph.ir.readers.load import load_reader
+
+    reader: Any = load_reader("bundled", None)  # type: ignore[arg-type]
+    queries = {(r["qid"], q) for r in records for q in node_queries(r)}
+    docs = {key: retriever.invoke(key[1], k=max(ks)) for key in sorted(queries)}
+    pairs = [
+        (key, i, Passage(d.page_content, str(d.metadata.get("title") or "")))
+        for key, ds in docs.items()
+        for i, d in enumerate(ds)
+    ]
+    outputs = reader.read_batch([(key[1], passage) for key, _, passage in pairs])
+    read: dict[tuple[str, str], list[Any]] = {}
+    for (key, _, _), out in zip(pairs, outputs, strict=True):
+        read.setdefault(key, []).append(out)
+    print(f"\nThe bundled reader at θ = {theta}: questions where some node's g holds a gold answer with f > θ")
+    print("| read | questions |")
+    print("|---|---:|")
+    for k in ks:
+        gained = 0
+        for record in records:
+            golds = record["answers"]
+            for query in node_queries(record):
+                surest = max(read[record["qid"], query][:k], key=lambda o: o.confidence)
+                if surest.confidence > theta and any(answer_contains(surest.answer, g) for g in golds):
+                    gained += 1
+                    break
+        print(f"| top-{k}, surest g | {gained} of {len(records)} ({100 * gained / len(records):.1f}%) |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="the dataset file the records were run on")
     parser.add_argument("--records", action="append", required=True, help="SearChain records (JSONL); repeatable")
+    parser.add_argument("--theta", type=float, help="also read each query's passages with the bundled reader at this θ")
     args = parser.parse_args()
 
     examples = {e["qid"]: e for e in load_dataset(detect_dataset(args.data), args.data)}
@@ -83,6 +119,8 @@ def main() -> None:
             answered += bool(read & holding)
         share = f"{hits} ({100 * hits / max(nodes, 1):.1f}%)"
         print(f"| {way} | {nodes} | {share} | {len(records)} | {answered} ({100 * answered / len(records):.1f}%) |")
+    if args.theta is not None:
+        reader_gate(records, retriever, args.theta, (1, 2, 3))
 
 
 if __name__ == "__main__":
