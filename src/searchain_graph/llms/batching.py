@@ -27,6 +27,7 @@ choice between two near-tied tokens can differ from sequential decoding; the ben
 
 from __future__ import annotations
 
+import inspect
 import logging
 import queue
 import threading
@@ -140,6 +141,9 @@ class BatchEngine:
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_size = max_batch_size
+        # transformers 5.x renames the forward's past_key_values to cache (the old name goes in 5.40).
+        forward = inspect.signature(model.forward).parameters
+        self._cache_arg = "cache" if "cache" in forward else "past_key_values"
         eos = getattr(model.generation_config, "eos_token_id", None)
         if eos is None:
             eos = tokenizer.eos_token_id
@@ -236,11 +240,11 @@ class BatchEngine:
             past = Cache(layers=[layer_cls(k[:, :, :reuse], v[:, :, :reuse]) for k, v in cached])
         out = self.model(
             input_ids=torch.from_numpy(ids[reuse:]).unsqueeze(0),
-            past_key_values=past,
             use_cache=True,
             logits_to_keep=1,
+            **{self._cache_arg: past},
         )
-        kv = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        kv = [(layer.keys, layer.values) for layer in _cache_of(out).layers]
         if past is not None:  # views into growable buffers: keep exact copies
             kv = [(k.clone(), v.clone()) for k, v in kv]
         self.prompt_tokens += len(ids)
@@ -348,8 +352,8 @@ class BatchEngine:
             attention_mask=mask,
             position_ids=torch.tensor(positions, dtype=torch.long).unsqueeze(1),
             cache_position=torch.tensor([length], dtype=torch.long),
-            past_key_values=cache,
             use_cache=True,
+            **{self._cache_arg: cache},
         )
         self.steps += 1
         self.rows += len(rows)
@@ -384,3 +388,9 @@ class BatchEngine:
             [positions[i] for i in keep],
             [last[i] for i in keep],
         )
+
+
+def _cache_of(output: Any) -> Any:
+    """The key/value cache a forward pass returned (``cache`` in transformers 5.x, ``past_key_values`` before)."""
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else output.past_key_values

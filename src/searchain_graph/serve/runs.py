@@ -301,15 +301,17 @@ class RunManager(Recovery):
                     start = Command(resume=decision)
                 elif resume:
                     start = None
-                # With a durable store, each step's checkpoint is written before the next step runs
-                # (LangGraph 1.2 fails on "sync" without a checkpointer, where there is nothing to write).
-                durable = self.store.durable and getattr(self.graph, "checkpointer", None) is not None
+                # With a durable store, each step's checkpoint is written before the next step runs.
+                # Without a checkpointer there is nothing to write: LangGraph fails on "sync" there,
+                # and warns on any durability.
+                saver = getattr(self.graph, "checkpointer", None) is not None
+                durability: Any = {"durability": "sync" if self.store.durable else "async"} if saver else {}
                 stream = self.graph.astream(
                     start,
                     config,
                     context=self.context,
                     stream_mode=["updates", "values", "custom"],
-                    durability="sync" if durable else "async",
+                    **durability,
                 )
                 line: str | None = None
                 paused: dict[str, Any] | None = None
