@@ -227,3 +227,18 @@ def assert_run_ends_are_whole(store: Any, refuse_done_events: Any) -> None:
     ended, new = store.get("a"), store.get("b")
     assert ended is not None and ended.status == "error" and [e["event"] for e in ended.events] == ["failed"]
     assert new is not None and new.status == "queued" and [e["event"] for e in new.events] == ["update"]
+
+
+def assert_prune_keeps_the_newest_finished(store: Any) -> None:
+    """``store.prune(keep)`` forgets the finished runs beyond the newest ``keep``, with their events,
+    returns their threads, and leaves runs in flight or paused for review alone, however old.
+    """
+    from searchain_graph.serve.store import StoredRun
+
+    statuses = ["done", "error", "running", "review", "done", "queued"]
+    for n, status in enumerate(statuses):
+        store.record(f"r{n}", {"id": 0, "event": "update", "data": {}}, StoredRun(f"r{n}", "Q?", f"t{n}", n, status))
+    assert sorted(store.prune(1)) == ["t0", "t1"]  # r4 is the newest finished run
+    assert [r.id for r in store.rows(10)] == ["r5", "r4", "r3", "r2"]
+    assert store.get("r0") is None and store.events_after("r0", -1) == []  # its events went with it
+    assert store.prune(1) == [] and store.prune(-5) == ["t4"]

@@ -22,7 +22,7 @@ from searchain_graph.serve.postgres import PostgresRunStore
 from searchain_graph.serve.runs import RunManager
 from searchain_graph.serve.store import StoredRun
 from tests.fakes import QUESTION, TREE_READS, ScriptedReader, retriever, tree_llm
-from tests.helpers import assert_run_ends_are_whole
+from tests.helpers import assert_prune_keeps_the_newest_finished, assert_run_ends_are_whole
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -32,14 +32,15 @@ def _graph() -> Any:
 
 
 @contextlib.asynccontextmanager
-async def _replicas(url: str, n: int) -> AsyncIterator[list[RunManager]]:
+async def _replicas(url: str, n: int, keep: int = 100) -> AsyncIterator[list[RunManager]]:
     """``n`` run managers on the database ``url``, each with its own store and checkpointer, as ``n`` replicas."""
     managers, closers = [], []
     try:
         for _ in range(n):
             saver, close = await open_checkpointer(url)
             closers.append(close)
-            managers.append(RunManager(_graph().copy(update={"checkpointer": saver}), store=open_run_store(url)))
+            graph = _graph().copy(update={"checkpointer": saver})
+            managers.append(RunManager(graph, store=open_run_store(url), keep=keep))
         yield managers
     finally:
         for manager in managers:
@@ -181,3 +182,34 @@ def test_a_runs_end_is_stored_with_its_last_event_or_not_at_all(postgres_url: st
         assert_run_ends_are_whole(store, lambda: [store._run(sql, write=True) for sql in refuse])
     finally:
         store.close()
+
+
+def test_the_store_forgets_the_oldest_finished_runs_only(postgres_url: str) -> None:
+    store = PostgresRunStore(postgres_url)
+    try:
+        assert_prune_keeps_the_newest_finished(store)
+    finally:
+        store.close()
+
+
+def test_a_replica_prunes_the_runs_of_every_replica_with_their_checkpoints(postgres_url: str) -> None:
+    async def scenario() -> tuple[list[str], list[Any], list[str]]:
+        async with _replicas(postgres_url, 2, keep=1) as (a, b):
+            old = await a.astart(QUESTION)
+            assert old.task is not None
+            await old.task
+            a.closing = True  # as a replica gone: it prunes nothing more itself
+            new = await b.astart(QUESTION)
+            assert new.task is not None
+            await new.task
+            for _ in range(100):  # b's pruning runs in the background
+                if [r["run_id"] for r in await b.listing()] == [new.id]:
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.gather(*b._dropping)
+            config: Any = {"configurable": {"thread_id": old.thread_id, "checkpoint_ns": ""}}
+            checkpoints = [await b.graph.checkpointer.aget_tuple(config)]  # type: ignore[union-attr]
+            return [r["run_id"] for r in await b.listing()], checkpoints, [new.id]
+
+    listed, checkpoints, newest = asyncio.run(scenario())
+    assert listed == newest and checkpoints == [None]

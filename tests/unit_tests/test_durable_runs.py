@@ -30,7 +30,7 @@ from searchain_graph.serve.db import open_run_store
 from searchain_graph.serve.runs import RunManager
 from searchain_graph.serve.store import SqliteRunStore, StoredRun, open_sqlite_checkpointer
 from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tree_llm
-from tests.helpers import assert_run_ends_are_whole, read_events
+from tests.helpers import assert_prune_keeps_the_newest_finished, assert_run_ends_are_whole, read_events
 
 LOCAL = "http://127.0.0.1"
 
@@ -193,5 +193,13 @@ def test_a_runs_end_is_stored_with_its_last_event_or_not_at_all(tmp_path: Path) 
     )
     try:
         assert_run_ends_are_whole(store, lambda: store._run(refuse, write=True))
+    finally:
+        store.close()
+
+
+def test_the_store_forgets_the_oldest_finished_runs_only(tmp_path: Path) -> None:
+    store = SqliteRunStore(tmp_path / "runs.db")
+    try:
+        assert_prune_keeps_the_newest_finished(store)
     finally:
         store.close()

@@ -8,7 +8,8 @@ from the graph's custom stream (:func:`~searchain_graph.method.review.emit_verdi
 (:meth:`RunManager.events`) get every event from a given id on, so a browser that reconnects
 with ``Last-Event-ID`` resumes where it stopped and never starts the question again. Runs beyond
 ``max_concurrent`` wait their turn (at most ``max_waiting`` of them); only the newest ``keep``
-finished runs are kept, and their checkpoints (when the graph has a checkpointer) go with them.
+finished runs are kept (with a durable store, the newest ``keep`` of the store, every replica's),
+and their checkpoints (when the graph has a checkpointer) go with them.
 :meth:`RunManager.drain` stops it on time when the server shuts down.
 
 With a durable :class:`~searchain_graph.serve.store.RunStore` (``searchain serve --db``), every
@@ -42,6 +43,9 @@ from searchain_graph.viz.progress import progress_line
 __all__ = ["Run", "RunManager"]
 
 logger = logging.getLogger(__name__)
+
+CLEANUP_GRACE_S = 5.0
+"""How long :meth:`RunManager.close` waits for the pruning and checkpoint deletions under way."""
 
 
 class RunManager(Recovery):
@@ -248,6 +252,8 @@ class RunManager(Recovery):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._dropping:  # pruning and checkpoint deletions under way: a few seconds to finish
+            await asyncio.wait(list(self._dropping), timeout=CLEANUP_GRACE_S)
         for run in list(self._runs.values()):
             if not run.finished:  # cancelled before its task began: it could not say so itself
                 if self.store.durable:
@@ -271,12 +277,6 @@ class RunManager(Recovery):
                 row = run.stored() if changed or event in ("done", "failed") else None
                 await asyncio.to_thread(self._persist, run.id, row, record)
             run.changed.notify_all()
-
-    def _forget(self, run_id: str) -> None:
-        try:
-            self.store.delete(run_id)
-        except Exception:  # noqa: BLE001 - a store that cannot delete keeps the run; it is reloaded later
-            logger.warning("could not delete the stored run %s", run_id)
 
     def _persist(self, run_id: str, row: StoredRun | None, record: dict[str, Any]) -> None:
         self.store.record(run_id, record, row)  # together: a run's "done" row never lacks its last event
@@ -362,18 +362,31 @@ class RunManager(Recovery):
         if self.closing:
             return  # shutting down: a run stopped now is not finished, whatever its page was told
         finished = [r for r in self._runs.values() if r.finished]
-        for run in finished[: max(0, len(finished) - self.keep)]:
+        dropped = [r.thread_id for r in finished[: max(0, len(finished) - self.keep)]]
+        for run in finished[: len(dropped)]:
             del self._runs[run.id]
-            if self.store.durable:  # off the loop, as every write to the store
-                asyncio.get_running_loop().run_in_executor(None, self._forget, run.id)
-            if getattr(self.graph, "checkpointer", None) is not None:
-                task = asyncio.create_task(self._drop_checkpoints(run.thread_id))
-                self._dropping.add(task)
-                task.add_done_callback(self._dropping.discard)
+        # A durable store is pruned as a whole (with a shared one, the runs of every replica, those of
+        # replicas gone included); the checkpoints of the runs it forgets go with them.
+        if self.store.durable or dropped:
+            self._background(self._prune(dropped))
 
-    async def _drop_checkpoints(self, thread_id: str) -> None:
-        # The async method: a saver on the loop (SQLite's, PostgreSQL's) refuses sync calls from it.
-        try:
-            await self.graph.checkpointer.adelete_thread(thread_id)  # type: ignore[union-attr]
-        except Exception:  # noqa: BLE001 - a checkpointer that cannot delete keeps the thread
-            logger.warning("could not delete the checkpoints of thread %s", thread_id)
+    def _background(self, work: Any) -> None:
+        task = asyncio.create_task(work)
+        self._dropping.add(task)
+        task.add_done_callback(self._dropping.discard)
+
+    async def _prune(self, dropped: list[str]) -> None:
+        if self.store.durable:
+            try:  # off the loop, as every write to the store
+                dropped = await asyncio.to_thread(self.store.prune, self.keep)
+            except Exception:  # noqa: BLE001 - a store that cannot prune keeps the runs; the next run tries again
+                logger.warning("could not prune the stored runs", exc_info=True)
+                return
+        if getattr(self.graph, "checkpointer", None) is None:
+            return
+        for thread_id in dropped:
+            # The async method: a saver on the loop (SQLite's, PostgreSQL's) refuses sync calls from it.
+            try:
+                await self.graph.checkpointer.adelete_thread(thread_id)  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - a checkpointer that cannot delete keeps the thread
+                logger.warning("could not delete the checkpoints of thread %s", thread_id)

@@ -137,6 +137,16 @@ class RunStore:
     def delete(self, run_id: str) -> None:
         """Forget a run and its events."""
 
+    def prune(self, keep: int) -> list[str]:
+        """Forget the finished runs (``done``, ``error``) beyond the newest ``keep``, with their events.
+
+        With a shared store this spans every replica's runs, those of replicas gone included.
+
+        Returns:
+            The thread ids of the runs forgotten (their checkpoints are the caller's to drop).
+        """
+        return []
+
     def load(self, limit: int) -> list[StoredRun]:
         """The newest ``limit`` runs with their events, oldest first."""
         return []
@@ -270,6 +280,16 @@ class SqlRunStore(RunStore):
     def delete(self, run_id: str) -> None:
         """Delete the run's row and, by cascade, its events."""
         self._run("DELETE FROM searchain_runs WHERE id = %s", (run_id,), write=True)
+
+    def prune(self, keep: int) -> list[str]:
+        """Delete the finished runs beyond the newest ``keep`` (by creation time) in one statement."""
+        found = self._run(
+            "DELETE FROM searchain_runs WHERE status IN ('done', 'error') AND id NOT IN (SELECT id FROM "
+            "searchain_runs WHERE status IN ('done', 'error') ORDER BY created DESC LIMIT %s) RETURNING thread_id",
+            (max(0, int(keep)),),
+            write=True,
+        )
+        return [str(thread_id) for (thread_id,) in found]
 
     def rows(self, limit: int) -> list[StoredRun]:
         """The newest ``limit`` runs (by creation time), newest first, without events."""
