@@ -275,6 +275,20 @@ def test_invalid_citations_are_removed_and_uncited_output_composed() -> None:
     assert out["answer"] == "Toronto Coach Terminal"
 
 
+def test_content_composed_from_the_path_cites_only_the_path() -> None:
+    from searchain_graph.method.final_content import compose_from_path
+
+    path: Any = [
+        {"index": 1, "query": "Who directed Up, Down, Fragile?", "answer": "Jacques Rivette"},
+        {"index": 2, "query": "Who is his spouse?", "answer": "His wife, Julie Rivette [3] [1]."},
+    ]
+    content = compose_from_path(path, "Julie Rivette")
+    assert content == (
+        "Who directed Up, Down, Fragile: Jacques Rivette [1]. Who is his spouse: His wife, Julie Rivette [2]. "
+        "So the final answer is Julie Rivette."
+    )
+
+
 def test_reader_without_read_batch_reads_one_at_a_time() -> None:
     reader = ScriptedReader(CONFIDENT, batch=False)
     out = build(correcting_llm(), reader).invoke({"question": QUESTION})

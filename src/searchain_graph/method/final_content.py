@@ -114,10 +114,14 @@ def statements_against_path(content: str, path: Sequence[Reference]) -> list[int
 
 
 def compose_from_path(path: Sequence[Reference], answer: str) -> str:
-    """Final content written from *R* itself: one cited sentence per step, then the answer."""
+    """Final content written from *R* itself: one cited sentence per step, then the answer.
+
+    The only citations are *R*'s own: a marker the LLM wrote into a node's answer ("his wife,
+    Julie Rivette [3]", on a path of two entries) is left out.
+    """
     steps = []
     for ref in path:
-        said = ref["answer"].strip().rstrip(".") or "not found in the passage"
+        said = " ".join(strip_citations(ref["answer"]).split()).rstrip(" .") or "not found in the passage"
         steps.append(f"{ref['query'].rstrip(' ?')}: {said} [{ref['index']}].")
     return " ".join(steps) + (f" So the final answer is {answer.strip().rstrip('.')}." if answer else "")
 
