@@ -127,6 +127,14 @@ def test_normalisation_is_squad_plus_unicode_punctuation() -> None:
         ("Telemundo is Spanish-language [2]. So the final answer is REFUTES.", "fact", "REFUTES"),
         ("Nothing stated here.", "multihop", None),
         (None, "multihop", None),
+        # The stop of an initial or of a title does not end the answer (2Wiki's "Mr. Fix-It" was cut to
+        # "Mr"; CoT's "John D. Rockefeller" to "John D"); a sentence's stop does.
+        ("So the final answer is Mr. Fix-It.", "multihop", "Mr. Fix-It"),
+        ("So the answer is John D. Rockefeller. He founded it.", "multihop", "John D. Rockefeller"),
+        ("The answer is St. Louis, Missouri.", "multihop", "St. Louis, Missouri"),
+        ("So the final answer is Dr. No.", "multihop", "Dr. No"),
+        ("So the final answer is no. It sinks.", "yesno", "No"),
+        ("So the final answer is Toronto. Then it ends.", "multihop", "Toronto"),
     ],
 )
 def test_extract_final_answer(content: str | None, task: str, expected: str | None) -> None:

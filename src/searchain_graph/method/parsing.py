@@ -40,12 +40,13 @@ _CITATION_SEQUENCE = re.compile(r"(?:\[\d+\]\s*)+")
 MAX_CITATION_DIGITS = 9
 """A ``[n]`` whose number has more digits cannot point at a passage: it is no citation (and Python
 would refuse to make an ``int`` of thousands of digits)."""
-_FINAL_ANSWER = re.compile(
-    r"(?:the\s+)?final\s+answer\s*(?:is|:)\s*:?\s*(?P<ans>.+?)\s*(?:$|\n|(?<!\b[A-Z])\.(?:\s|$))",
-    re.IGNORECASE,
-)
+# An answer ends at a line's end or at a sentence's full stop: not the stop of an initial ("John D.
+# Rockefeller") or of a title or abbreviation ("Mr. Fix-It", "St. Louis").
+_ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "Mt", "Ft", "Lt", "vs")
+_ANSWER_END = r"\s*(?:$|\n|(?<!\b[A-Z])" + "".join(rf"(?<!\b{a})" for a in _ABBREVIATIONS) + r"\.(?:\s|$))"
+_FINAL_ANSWER = re.compile(r"(?:the\s+)?final\s+answer\s*(?:is|:)\s*:?\s*(?P<ans>.+?)" + _ANSWER_END, re.IGNORECASE)
 _ANSWER_EDGES = re.compile(r"^[\s.\"'*]+|[\s.\"'*]+$")
-_ANSWER_IS = re.compile(r"\banswer\s+is\s*:?\s*(?P<ans>.+?)\s*(?:$|\n|\.(?:\s|$))", re.IGNORECASE)
+_ANSWER_IS = re.compile(r"\banswer\s+is\s*:?\s*(?P<ans>.+?)" + _ANSWER_END, re.IGNORECASE)
 
 
 @dataclass
