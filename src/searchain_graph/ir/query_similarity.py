@@ -195,6 +195,17 @@ def relations(query: str) -> set[str]:
     return {_singular(w) for w in found} - _GENERIC_HEADS
 
 
+def _asked(query: str, relation: str) -> bool:
+    """Whether ``relation`` is what ``query`` asks for ("Who is X's spouse?"), not whom it asks about.
+
+    In "Where did X's husband die?" the husband is the one asked about: a place is asked, and a
+    husband is a person. A relation of no known kind ("X's role", "X's youngest daughter") is taken
+    to be asked.
+    """
+    kinds = [k for k, nouns in _HEAD_KINDS.items() if relation in nouns]
+    return not kinds or relation in open_heads(query) or answer_kind(query) in kinds
+
+
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
@@ -218,7 +229,9 @@ def comparable(a: str, b: str) -> bool:
 
     They ask for the same kind of answer (:func:`same_kind`), name the same numbers, do not ask two
     different relations of a name, nor one relation and the name itself (:func:`relations`: "Who
-    was X's predecessor?" is not "Who was X?", nor "Who was X's successor?"), and the names of one
+    was X's predecessor?" is not "Who was X?", nor "Who was X's successor?"), nor ask of a relation
+    of a name what the other asks of the name ("Where did X's husband die?" is not "Where did X
+    die?"; "Who is X's spouse?" still may be "Who did X marry?"), and the names of one
     are all names of the other (a paraphrase may drop a name, "Who played Corliss Archer?",
     but not swap one: "... of Ireland?" is not "... of India?").
     """
@@ -227,6 +240,8 @@ def comparable(a: str, b: str) -> bool:
     ra, rb = relations(a), relations(b)
     if (ra and rb and not ra & rb) or (ra and not rb and _identity(b)) or (rb and not ra and _identity(a)):
         return False
+    if (ra and not rb and not all(_asked(a, r) for r in ra)) or (rb and not ra and not all(_asked(b, r) for r in rb)):
+        return False  # "Where did X's husband die?" asks of someone else than "Where did X die?"
     na, nb = names_in(a), names_in(b)
     return na <= nb or nb <= na
 
