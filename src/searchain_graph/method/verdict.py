@@ -10,6 +10,9 @@
   passage, which never contains "yes" or "no", so every confident read would overrule the LLM
   whatever the passage says. The node passes with ``unverifiable`` set in its record.
   ``SearChainContext(verify_yes_no=True)`` verifies them anyway.
+* **A g that cannot be the answer** does not overrule it (:mod:`~searchain_graph.method.answer_checks`):
+  a date or number for a query that asks for a place or a person, and the answer's own words
+  spelled about one letter differently ("Puttana Kanagal" / "Puttanna Kanagal").
 
 The graph (:mod:`searchain_graph.method.nodes`) and the oracle-chain benchmark
 (:mod:`searchain_graph.evaluation.oracle`) share this one decision function.
@@ -26,6 +29,7 @@ from langchain_core.documents import Document
 
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.ir.readers.base import usable_confidence
+from searchain_graph.method.answer_checks import mistyped, spelled_alike
 from searchain_graph.method.context import DEFAULT_THRESHOLD, SearChainSettings
 from searchain_graph.method.parsing import answer_contains, normalize_answer
 from searchain_graph.method.state import ChainNode, Check, Feedback, Reference
@@ -83,8 +87,9 @@ def ir_verdict(node: ChainNode, result: IRResult, settings: SearChainSettings) -
 
     Returns:
         ``{"action": ..., "reason": ...}``: ``"completion"`` for an unsolved query (whatever
-        *f*); ``"correction"`` when ``f > θ`` and *g* is not in the LLM's answer (long form:
-        ROUGE-L of answer and passage < α); ``"pass"`` otherwise (with ``"unverifiable": True``
+        *f*); ``"correction"`` when ``f > θ`` and *g* is not in the LLM's answer (nor spelled
+        alike there, nor of the wrong kind for the query; long form: ROUGE-L of answer and
+        passage < α); ``"pass"`` otherwise (with ``"unverifiable": True``
         for a yes/no answer left unchecked, see the module docstring); ``"no_passage"`` or
         ``"unsolved_kept"`` when there is nothing to do. ``reason`` says why, in a few words.
     """
@@ -109,6 +114,11 @@ def ir_verdict(node: ChainNode, result: IRResult, settings: SearChainSettings) -
         return {"action": "correction", "rouge_l": score, "reason": "f > θ and ROUGE-L(answer, passage) < α"}
     if answer_contains(node["answer"], g):
         return {"action": "pass", "reason": "f > θ and g is in the answer"}
+    if spelled_alike(node["answer"] or "", g):
+        return {"action": "pass", "reason": "f > θ and g is in the answer, spelled another way"}
+    wrong_kind = mistyped(node["query"], g)
+    if wrong_kind:
+        return {"action": "pass", "reason": f"f > θ but {wrong_kind}"}
     return {"action": "correction", "reason": "f > θ and g is not in the answer"}
 
 
