@@ -335,5 +335,7 @@ def test_pairs_timed_beside_other_work_can_be_run_again(tmp_path: Path) -> None:
     assert (again.ran, again.skipped) == (1, 1)
     lines = read_records(out)
     assert len(lines) == 3 and lines[0] == busy and lines[2]["qid"] == busy["qid"]  # the old record stays
+    # ... and the summary (which the eval's report is drawn from) holds the rerun's record, not it.
+    assert sorted(map(json.dumps, again.records)) == sorted(map(json.dumps, lines[1:]))
     assert "beside other work" in render_report([busy, quiet])
     assert "beside other work" not in render_report(lines) or contended(lines[-1])  # this machine may be busy

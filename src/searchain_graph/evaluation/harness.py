@@ -39,6 +39,7 @@ from searchain_graph.evaluation.datasets import Example
 from searchain_graph.evaluation.method_spec import count_rounds
 from searchain_graph.evaluation.methods import METHODS, GraphFactory, parse_methods
 from searchain_graph.evaluation.metrics import score
+from searchain_graph.evaluation.report import latest_records
 from searchain_graph.ir.readers.base import Reader
 from searchain_graph.llms.servers import describe_llm_failure
 from searchain_graph.method.parsing import citations
@@ -278,14 +279,9 @@ def run_evaluation(
                 save(future.result())
     wanted = {(ex["qid"], m) for ex in examples for m in methods}
     records = [r for r in read_records(out_path) if (r["qid"], r["method"]) in wanted]
-    latest: dict[tuple[str, str], dict[str, Any]] = {}
-    for record in records:  # a rerun's record replaces an errored one
-        key = (record["qid"], record["method"])
-        if key not in latest or latest[key].get("error"):
-            latest[key] = record
     return RunSummary(
         ran=len(new),
         skipped=len(wanted) - len(todo),
         errors=sum(1 for r in new if r.get("error")),
-        records=list(latest.values()),
+        records=latest_records(records),  # a rerun's record supersedes the pair's old one (the report's rule)
     )
