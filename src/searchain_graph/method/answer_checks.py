@@ -80,13 +80,14 @@ def spelled_alike(answer: str, g: str, *, ratio: float = ALIKE_RATIO) -> bool:
         return False
     words = normalize_answer(answer[:MAX_REPLY_CHARS]).split()
     n, digits = len(g_norm.split()), _digits(g_norm)
-    # ratio = 2 * matches / (len(a) + len(b)) <= 2 * min / (len(a) + len(b)): windows far longer
-    # or shorter than g cannot reach it, and are skipped before any comparison.
-    slack = (1 - ratio) / (1 + ratio) * 2
+    # ratio = 2 * matches / (short + long) <= 2 * short / (short + long), which reaches ``ratio``
+    # only when long - short <= long * 2 * (1 - ratio) / (2 - ratio): windows whose length differs
+    # from g's by more cannot be alike, and are skipped before any comparison.
+    slack = 2 * (1 - ratio) / (2 - ratio)
     for size in {max(1, n - 1), n, n + 1}:
         for i in range(max(0, len(words) - size) + 1):
             window = " ".join(words[i : i + size])
-            if abs(len(window) - len(g_norm)) > slack * max(len(window), len(g_norm)) + 1:
+            if abs(len(window) - len(g_norm)) > slack * max(len(window), len(g_norm)) + 1e-9:
                 continue
             if _digits(window) != digits:
                 continue
