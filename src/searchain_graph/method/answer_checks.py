@@ -38,7 +38,8 @@ _MONTHS = frozenset(
 _DATE_WORDS = frozenset("c ca circa ad bc bce ce".split())
 _NUMBER_WORD = re.compile(r"^\d+(?:st|nd|rd|th|s)?$")
 _MAX_CHECKED = 200
-"""Longer answers are not read as dates (a reader's span is short; this bounds the work)."""
+"""Characters of *g* read: a longer one is no date, and only its start is compared (a reader's span
+is short; this bounds the work)."""
 
 
 def reads_as_date(text: str) -> bool:
@@ -80,18 +81,16 @@ def spelled_alike(answer: str, g: str, *, ratio: float = ALIKE_RATIO) -> bool:
         return False
     words = normalize_answer(answer[:MAX_REPLY_CHARS]).split()
     n, digits = len(g_norm.split()), _digits(g_norm)
-    # ratio = 2 * matches / (short + long) <= 2 * short / (short + long), which reaches ``ratio``
-    # only when long - short <= long * 2 * (1 - ratio) / (2 - ratio): windows whose length differs
-    # from g's by more cannot be alike, and are skipped before any comparison.
-    slack = 2 * (1 - ratio) / (2 - ratio)
     for size in {max(1, n - 1), n, n + 1}:
         for i in range(max(0, len(words) - size) + 1):
             window = " ".join(words[i : i + size])
-            if abs(len(window) - len(g_norm)) > slack * max(len(window), len(g_norm)) + 1e-9:
+            # difflib's ratio is at most 2 * shorter / (sum of lengths) (its real_quick_ratio):
+            # a window too long or too short for g is skipped before any comparison.
+            if 2 * min(len(window), len(g_norm)) < ratio * (len(window) + len(g_norm)):
                 continue
             if _digits(window) != digits:
                 continue
             matcher = difflib.SequenceMatcher(None, window, g_norm, autojunk=False)
-            if matcher.real_quick_ratio() >= ratio and matcher.quick_ratio() >= ratio and matcher.ratio() >= ratio:
+            if matcher.quick_ratio() >= ratio and matcher.ratio() >= ratio:
                 return True
     return False
