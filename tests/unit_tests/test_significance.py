@@ -216,3 +216,123 @@ def test_the_misses_leave_out_right_answers_and_yes_no_questions() -> None:
     right["metrics"] = {"cover_em": 1.0, "em": 1.0, "f1": 1.0}
     assert misses_section([right], ["hotpotqa"]) == []
     assert misses_section([{**record, "method": "ircot"}], ["hotpotqa"]) == []
+
+
+def _round(rnd: int, nodes: list[tuple[str, str]], checks: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "round": rnd,
+        "nodes": [{"index": i, "query": q, "answer": a, "unsolved": False} for i, (q, a) in enumerate(nodes, 1)],
+        "checks": checks,
+    }
+
+
+def _twilight() -> dict[str, Any]:
+    """The recorded tree of a 2Wiki question (Qwen2.5-Coder-1.5B, rounds 1-3, trimmed to what is read)."""
+    director = "Who is the director of The Twilight Saga: Breaking Dawn – Part 2?"
+    born = "When was Armand Mastroianni born?"
+    first = {"round": 2, "node": 1, "query": director}
+    return _record(
+        "2wiki-76",
+        "searchain",
+        True,
+        tree={
+            "tree": [
+                _round(1, [(director, "Stephenie Meyer.")], [{"node": 1, "query": director, "action": "not_reached"}]),
+                _round(
+                    2,
+                    [(director, "Stephenie Meyer."), (born, "1962.")],
+                    [
+                        {"node": 1, "query": director, "action": "correction", "reader_answer": "Bill Condon"},
+                        {"node": 2, "query": born, "action": "correction", "reader_answer": "August 1, 1948"},
+                    ],
+                ),
+                _round(
+                    3,
+                    [(director, "Stephenie Meyer."), (born, "1948."), ("When was Stephenie Meyer born?", "1974.")],
+                    [
+                        {"node": 1, "query": director, "action": "duplicate", "duplicate_of": first},
+                        {
+                            "node": 2,
+                            "query": born,
+                            "action": "duplicate",
+                            "duplicate_of": {"round": 2, "node": 2, "query": born},
+                        },
+                        {"node": 3, "query": "When was Stephenie Meyer born?", "action": "pass"},
+                    ],
+                ),
+            ]
+        },
+    )
+
+
+def test_a_correction_the_llm_takes_back_is_counted_and_a_shortened_one_is_not() -> None:
+    from searchain_graph.evaluation.comparisons import reverted_nodes, reverts_section
+
+    record = _twilight()
+    # "1948." keeps "August 1, 1948"; "Stephenie Meyer." drops "Bill Condon".
+    assert reverted_nodes(record) == [
+        {
+            "round": 3,
+            "query": "Who is the director of The Twilight Saga: Breaking Dawn – Part 2?",
+            "ir_answer": "Bill Condon",
+            "answer": "Stephenie Meyer.",
+        }
+    ]
+    wrong = _record(
+        "q2",
+        "searchain",
+        False,
+        tree={
+            "tree": [
+                _round(
+                    1,
+                    [("Who is Paal Bog's father?", "Paal Bog")],
+                    [
+                        {
+                            "node": 1,
+                            "query": "Who is Paal Bog's father?",
+                            "action": "completion",
+                            "reader_answer": "Paal Bog",
+                        }
+                    ],
+                ),
+                _round(
+                    2,
+                    [("Who is Paal Bog's father?", "Paal Bog's father is Paal Bog.")],
+                    [
+                        {
+                            "node": 1,
+                            "query": "Who is Paal Bog's father?",
+                            "action": "duplicate",
+                            "duplicate_of": {"round": 1, "node": 1},
+                        }
+                    ],
+                ),
+            ]
+        },
+    )
+    assert reverted_nodes(wrong) == []  # g says nothing beyond the query's words: never counted
+    assert "\n".join(reverts_section([record, wrong], ["searchain"])).endswith(
+        "| searchain | 2 | 1 | 1 (50.0%) | 1 (100.0%) | 0 (0.0%) |"
+    )
+    assert render_report([record, wrong]).count("## Corrections the LLM took back") == 1
+
+
+@pytest.mark.parametrize(
+    "tree",
+    [
+        None,
+        {},
+        {"tree": None},
+        {"tree": [{"round": 1}]},
+        {"tree": [{"nodes": [], "checks": [{"action": "duplicate"}]}]},
+    ],
+)
+def test_takebacks_read_trees_without_their_parts(tree: Any) -> None:
+    from searchain_graph.evaluation.comparisons import reverted_nodes, reverts_section
+
+    record = _record("q", "searchain", True, tree=tree)
+    assert reverted_nodes(record) == []
+    section = reverts_section([record], ["searchain"])
+    # A repeat that names no earlier node is counted as a repeat, never as a take-back.
+    assert section == [] or section[-1] == "| searchain | 1 | 0 | 0 (0.0%) | – | 1 (100.0%) |"

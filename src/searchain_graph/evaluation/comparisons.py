@@ -15,6 +15,8 @@ evaluation records (one per question and method):
 * :func:`repairs_section`: how often each repair of a chain fired (the warnings the graph
   records: a loop ended, a cut node dropped, an answer that restates its query, no node at all,
   a pending feedback at ``max_rounds``);
+* :func:`reverts_section`: how often a later round repeated a node IR had changed with the answer
+  IR rejected (:func:`reverted_nodes`): the LLM took the correction back;
 * :func:`misses_section`: where each wrong SearChain answer lost the gold answer, from its tree
   and the gold supporting paragraphs (:func:`where_lost`).
 """
@@ -26,7 +28,7 @@ from typing import Any
 
 from searchain_graph.evaluation.methods import METHODS
 from searchain_graph.evaluation.significance import PairedDifference, paired_difference
-from searchain_graph.method.parsing import answer_contains, copied_names
+from searchain_graph.method.parsing import answer_contains, copied_names, normalize_answer
 
 __all__ = [
     "IR_CHANGED",
@@ -43,6 +45,8 @@ __all__ = [
     "node_changes_section",
     "paired_section",
     "repairs_section",
+    "reverted_nodes",
+    "reverts_section",
     "section",
     "share",
     "where_lost",
@@ -270,6 +274,82 @@ def repairs_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -
         rows,
         "| method | questions | " + " | ".join(REPAIRS) + " |",
         "|---|---:|" + "---:|" * len(REPAIRS),
+    )
+
+
+def _words(text: Any) -> set[str]:
+    return set(normalize_answer(str(text or "")).split())
+
+
+def reverted_nodes(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The nodes of later rounds that repeat a node IR corrected or completed, with IR's answer dropped.
+
+    A repeated query is a duplicate (the tree names the node it repeats), so IR does not check it
+    again and *R* keeps IR's answer; but the LLM's chain goes on from its own answer, and the nodes
+    it writes next build on it ("Who directed X?" corrected to Bill Condon, repeated in round 3 as
+    "Stephenie Meyer", then "When was Stephenie Meyer born?"). A repeat drops IR's answer when none
+    of the words of *g* beyond the query's own appear in the LLM's answer ("1970" keeps "October 8,
+    1970"; "Jennifer Lopez" drops "Sela Ward"). A *g* with no words beyond its query's is never
+    counted.
+
+    Returns:
+        One dict per such node: ``round``, ``query``, ``ir_answer`` (the *g* sent back) and ``answer``
+        (the LLM's answer in the repeat).
+    """
+    branches = [b for b in (record.get("tree") or {}).get("tree") or [] if "nodes" in b]
+    sent: dict[tuple[Any, Any], str] = {}
+    found = []
+    for branch in branches:
+        answers = {n.get("index"): n.get("answer") for n in branch.get("nodes") or []}
+        for check in branch.get("checks") or []:
+            if check.get("action") in ("correction", "completion") and check.get("reader_answer"):
+                sent[(branch.get("round"), check.get("node"))] = str(check["reader_answer"])
+            elif check.get("action") == "duplicate":
+                first = check.get("duplicate_of") or {}
+                g = sent.get((first.get("round"), first.get("node")))
+                if g is None:
+                    continue
+                beyond = _words(g) - _words(check.get("query"))
+                answer = answers.get(check.get("node"))
+                if beyond and not beyond & _words(answer):
+                    found.append(
+                        {
+                            "round": branch.get("round"),
+                            "query": check.get("query"),
+                            "ir_answer": g,
+                            "answer": answer or "",
+                        }
+                    )
+    return found
+
+
+def reverts_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -> list[str]:
+    """Per method with trees, how often a later round repeated an IR-changed node with IR's answer dropped."""
+    rows = []
+    for method in methods:
+        rs = [r for r in records if r["method"] == method and (r.get("tree") or {}).get("tree")]
+        repeats = [
+            sum(1 for b in r["tree"]["tree"] for c in b.get("checks") or [] if c.get("action") == "duplicate")
+            for r in rs
+        ]
+        if not rs or not any(repeats):
+            continue
+        hit = [r for r in rs if reverted_nodes(r)]
+        rest = [r for r in rs if r not in hit]
+        right = (
+            f"{share(sum(map(correct, hit)), len(hit)) if hit else '–'} | "
+            f"{share(sum(map(correct, rest)), len(rest)) if rest else '–'}"
+        )
+        taken = sum(len(reverted_nodes(r)) for r in hit)
+        rows.append(f"| {method} | {len(rs)} | {taken} | {share(len(hit), len(rs))} | {right} |")
+    return section(
+        "## Corrections the LLM took back (a later round repeats the node with the answer IR rejected)",
+        rows,
+        "A repeated node is not checked again and *R* keeps IR's answer, but the chain's next nodes build on the "
+        "LLM's own answer (`reverted_nodes`).",
+        "",
+        "| method | questions | nodes taken back | questions with one | right, those | right, the rest |",
+        "|---|---:|---:|---:|---:|---:|",
     )
 
 

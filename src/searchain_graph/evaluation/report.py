@@ -28,7 +28,9 @@ tables follow the paper (Xu et al., WWW 2024):
 * **Demonstration copying**: answers and chains that name an entity of the prompt's worked
   examples for a question not about it (the method's ``demonstration_names``);
 * **Chain repairs**: how often each repair of a chain fired (a loop ended, a cut node dropped, a
-  restated answer taken as unsolved, ...).
+  restated answer taken as unsolved, ...);
+* **Corrections taken back**: how often a later round repeated a node IR had changed with the
+  answer IR rejected, and how often those questions were answered right.
 
 The paper's figures for a method (Tables 1, 4 and 5) come from its record in
 :data:`~searchain_graph.evaluation.methods.METHODS`; those for a dataset and for SearChain alone
@@ -55,6 +57,7 @@ from searchain_graph.evaluation.comparisons import (
     node_changes_section,
     paired_section,
     repairs_section,
+    reverts_section,
 )
 from searchain_graph.evaluation.cpu_meter import CONTENDED_CORES, contended
 from searchain_graph.evaluation.methods import METHODS
@@ -289,6 +292,7 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
     lines += node_changes_section(records, datasets)
     lines += copying_section(records, methods)
     lines += repairs_section(records, methods)
+    lines += reverts_section(records, methods)
     lines += misses_section(records, datasets)
     lines += _tree_section(searchain_trees(records))
     errors = [r for r in records if r.get("error")]
