@@ -33,6 +33,7 @@ from searchain_graph.method.parsing import answer_contains, copied_names, normal
 __all__ = [
     "IR_CHANGED",
     "REPAIRS",
+    "branches",
     "reading",
     "chain_text",
     "changes_section",
@@ -219,17 +220,22 @@ def node_changes_section(records: Sequence[dict[str, Any]], datasets: Sequence[s
     )
 
 
+def branches(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rounds of a record's Tree-of-Reasoning that hold a chain (an empty list for a record without one)."""
+    return [b for b in (record.get("tree") or {}).get("tree") or [] if "nodes" in b]
+
+
 def chain_text(record: dict[str, Any]) -> str:
     """Every chain the LLM wrote for a record: each round's answers and final content, else its final content.
 
     A SearChain record's tree keeps each round's nodes and ``[Final Content]`` (the traced answer
     is not part of a chain); a record without a tree (SearChain w/o IR) is its one reply.
     """
-    branches = [b for b in (record.get("tree") or {}).get("tree") or [] if "nodes" in b]
-    if not branches:
+    rounds = branches(record)
+    if not rounds:
         return str(record.get("final_content") or "")
-    said = [str(n.get("answer") or "") for b in branches for n in b.get("nodes") or []]
-    said += [str(b.get("final_content") or "") for b in branches]
+    said = [str(n.get("answer") or "") for b in rounds for n in b.get("nodes") or []]
+    said += [str(b.get("final_content") or "") for b in rounds]
     return "\n".join(s for s in said if s)
 
 
@@ -296,10 +302,9 @@ def reverted_nodes(record: dict[str, Any]) -> list[dict[str, Any]]:
         One dict per such node: ``round``, ``query``, ``ir_answer`` (the *g* sent back) and ``answer``
         (the LLM's answer in the repeat).
     """
-    branches = [b for b in (record.get("tree") or {}).get("tree") or [] if "nodes" in b]
     sent: dict[tuple[Any, Any], str] = {}
     found = []
-    for branch in branches:
+    for branch in branches(record):
         answers = {n.get("index"): n.get("answer") for n in branch.get("nodes") or []}
         for check in branch.get("checks") or []:
             if check.get("action") in ("correction", "completion") and check.get("reader_answer"):
@@ -334,14 +339,11 @@ def reverts_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -
         ]
         if not rs or not any(repeats):
             continue
-        hit = [r for r in rs if reverted_nodes(r)]
-        rest = [r for r in rs if r not in hit]
-        right = (
-            f"{share(sum(map(correct, hit)), len(hit)) if hit else '–'} | "
-            f"{share(sum(map(correct, rest)), len(rest)) if rest else '–'}"
-        )
-        taken = sum(len(reverted_nodes(r)) for r in hit)
-        rows.append(f"| {method} | {len(rs)} | {taken} | {share(len(hit), len(rs))} | {right} |")
+        taken = [len(reverted_nodes(r)) for r in rs]
+        hit = [correct(r) for r, n in zip(rs, taken, strict=True) if n]
+        rest = [correct(r) for r, n in zip(rs, taken, strict=True) if not n]
+        right = " | ".join(share(sum(group), len(group)) if group else "–" for group in (hit, rest))
+        rows.append(f"| {method} | {len(rs)} | {sum(taken)} | {share(len(hit), len(rs))} | {right} |")
     return section(
         "## Corrections the LLM took back (a later round repeats the node with the answer IR rejected)",
         rows,
@@ -377,9 +379,9 @@ def where_lost(record: dict[str, Any]) -> str:
     def holds(text: Any) -> bool:
         return bool(text) and any(answer_contains(str(text), g) for g in golds)
 
-    branches = [b for b in (record.get("tree") or {}).get("tree") or [] if "nodes" in b]
-    checks = [c for b in branches for c in b.get("checks") or []]
-    said = [n.get("answer") for b in branches for n in b.get("nodes") or []]
+    rounds = branches(record)
+    checks = [c for b in rounds for c in b.get("checks") or []]
+    said = [n.get("answer") for b in rounds for n in b.get("nodes") or []]
     sent = [c.get("reader_answer") for c in checks if c.get("action") in ("correction", "completion")]
     if any(holds(text) for text in said + sent):
         return "in the chain, lost after"
