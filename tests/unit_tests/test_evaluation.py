@@ -304,6 +304,9 @@ def test_cli_eval_writes_records_and_a_report(
     assert all(r["error"] is None for r in records)
     assert main(["report", str(out), "--out", str(tmp_path / "rep")]) == 0
     assert (tmp_path / "rep" / "report.md").read_text().startswith("# SearChain evaluation")
+    assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--data", f"hotpotqa={data}"]) == 0
+    assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--data", str(data)]) == 2
+    assert f"--data takes DATASET=FILE (e.g. musique=dev.jsonl), got '{data}'" in capsys.readouterr().err
     assert main(["eval", "--dataset", "hotpotqa", "--data", str(data), "--methods", "nope", "--quiet"]) == 2
     assert "unknown method(s) nope" in capsys.readouterr().err
 

@@ -150,7 +150,112 @@ def test_each_changed_node_is_judged_by_the_gold_paragraphs(
     record = _changed(source, title, said)
     assert judge_change(record, record["tree"]["references"][0]) == verdict
     cells = ["1 (100.0%)" if kind == verdict else "0 (0.0%)" for kind in ("helps", "misleads", "neutral")]
-    assert "| hotpotqa | 1 | " + " | ".join(cells) + " |" in render_report([record])
+    text = render_report([record])
+    assert "| hotpotqa | supporting paragraphs | 1 | " + " | ".join(cells) + " |" in text
+    assert "| sub-answers |" not in text  # HotpotQA gives no decomposition
+
+
+def _debs() -> dict[str, Any]:
+    """The recorded tree of a MuSiQue question (Qwen2.5-Coder-1.5B, round 1, trimmed to what is read).
+
+    Gold: the 1912 socialist candidate, Eugene V. Debs, was of the Socialist Party of America. IR
+    read Debs' (gold) page and replaced the LLM's right "Socialist Party" with "trade unionist".
+    """
+    who = "Who was the socialist candidate in 1912?"
+    party = "What political party did Eugene V. Debs belong to?"
+    record = _record(
+        "2hop__82858_654855",
+        "searchain",
+        False,
+        dataset="musique",
+        answers=["Socialist Party of America", "Democrat", "Democratic Party"],
+        prediction="Socialist Party",
+        hop_answers=["Eugene V. Debs", "Socialist Party of America"],
+        supporting=[
+            {"title": "Eugene V. Debs", "text": "Eugene Victor Debs was an American socialist, trade unionist."}
+        ],
+    )
+    record["tree"] = {
+        "tree": [_round(1, [(who, "Eugene V. Debs"), (party, "Socialist Party")], [])],
+        "references": [
+            {"query": who, "source": "llm", "round": 1, "reader_answer": "Eugene V. Debs"},
+            {
+                "query": party,
+                "source": "corrected",
+                "round": 1,
+                "document": {"metadata": {"title": "Eugene V. Debs"}},
+                "reader_answer": "trade unionist",
+            },
+        ],
+    }
+    return record
+
+
+def test_the_sub_answer_judge_catches_a_correction_the_paragraph_judge_calls_help() -> None:
+    from searchain_graph.evaluation.comparisons import judge_by_answers, judge_change
+
+    record = _debs()
+    corrected = record["tree"]["references"][1]
+    assert judge_change(record, corrected) == "helps"  # a gold page
+    assert judge_by_answers(record, corrected) == "misleads"  # the LLM had (a part of) the party; g is not one
+    text = render_report([record])
+    assert "| musique | supporting paragraphs | 1 | 1 (100.0%) | 0 (0.0%) | 0 (0.0%) |" in text
+    assert "| musique | sub-answers | 1 | 0 (0.0%) | 1 (100.0%) | 0 (0.0%) |" in text
+
+
+@pytest.mark.parametrize(
+    ("query", "said", "g", "verdict"),
+    [
+        # A gold value the query states is not what the node asks: the tautology is not right.
+        ("Who directed Phalitamsha?", "Phalitamsha is directed by Phalitamsha.", "Puttanna Kanagal", "helps"),
+        ("Who played for the Pirates?", None, "Pirates", "neutral"),  # g only restates the query's words
+        ("Which team?", "Baseball.", "Pirates", "helps"),  # a part of a gold value gives it
+        ("Which country?", "United Kingdom", "United States", "misleads"),  # one shared word is not the value
+        ("Which team?", "the Pittsburgh Pirates", "Pirates", "neutral"),  # both give it
+        ("Which team?", "Mets", "Yankees", "misleads"),
+        ("Which team?", "Yankees", "Red Sox", "neutral"),  # neither
+    ],
+)
+def test_the_sub_answer_judge_matches_values_not_words(query: str, said: str | None, g: str, verdict: str) -> None:
+    from searchain_graph.evaluation.comparisons import judge_by_answers
+
+    record = _record("q", "searchain", True, dataset="musique", answers=["Pittsburgh Pirates", "Mets"])
+    record["hop_answers"] = ["Puttanna Kanagal", "Phalitamsha", "United Kingdom"]
+    source = "completed" if said is None else "corrected"
+    record["tree"] = {"tree": [_round(1, [(query, said)], [])]}
+    ref = {"query": query, "source": source, "round": 1, "reader_answer": g}
+    assert judge_by_answers(record, ref) == verdict
+    assert judge_by_answers({**record, "hop_answers": []}, ref) is None  # no decomposition: no verdict
+
+
+def test_old_records_get_their_gold_from_the_dataset_and_nothing_else_changes() -> None:
+    from searchain_graph.evaluation.harness import gold_fields, with_gold
+
+    example = {
+        "qid": "2hop__82858_654855",
+        "dataset": "musique",
+        "paragraphs": [
+            {"title": "Eugene V. Debs", "text": "A socialist.", "is_supporting": True},
+            {"title": "1920 United States presidential election", "text": "Debs ran.", "is_supporting": False},
+        ],
+        "decomposition": [
+            {"question": "Who ran as the socialist candidate in 1912?", "answer": "Eugene V. Debs"},
+            {"question": "What party was Eugene V. Debs a member of?", "answer": "Socialist Party of America"},
+        ],
+    }
+    assert gold_fields(example) == {  # type: ignore[arg-type]
+        "supporting": [{"title": "Eugene V. Debs", "text": "A socialist."}],
+        "hop_answers": ["Eugene V. Debs", "Socialist Party of America"],
+    }
+    old = _debs()
+    del old["hop_answers"]
+    kept = {**old, "supporting": [{"title": "kept", "text": "as written"}]}
+    other = _record("other", "searchain", True, dataset="musique", tree={"tree": []})
+    no_tree = _record("2hop__82858_654855", "cot", True, dataset="musique")
+    filled = with_gold([old, kept, other, no_tree], [example])  # type: ignore[list-item]
+    assert filled[0]["hop_answers"] == ["Eugene V. Debs", "Socialist Party of America"] and "hop_answers" not in old
+    assert filled[1]["supporting"] == [{"title": "kept", "text": "as written"}]  # a field written is not replaced
+    assert filled[2] is other and filled[3] is no_tree
 
 
 def _missed(nodes: list[tuple[str, str]], checks: list[tuple[str, str, str]]) -> dict[str, Any]:

@@ -71,7 +71,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from searchain_graph.evaluation.datasets import corpus_paragraphs, load_dataset
-    from searchain_graph.evaluation.harness import run_evaluation
+    from searchain_graph.evaluation.harness import run_evaluation, with_gold
     from searchain_graph.evaluation.methods import parse_methods
     from searchain_graph.evaluation.report import write_report
 
@@ -128,7 +128,7 @@ def run_eval(args: argparse.Namespace) -> int:
             cache=_open_cache(args.cache),
         )
         bar.update(summary.skipped)
-    written = write_report(summary.records, args.report or out.parent / f"{out.stem}-report")
+    written = write_report(with_gold(summary.records, examples), args.report or out.parent / f"{out.stem}-report")
     pages = sum(1 for p in written if p.suffix == ".md") - 1
     print(
         f"{summary.ran} run(s), {summary.skipped} already in {out}, {summary.errors} error(s); "
@@ -154,12 +154,18 @@ def _open_cache(path: str | None) -> Any:
 
 def run_report(args: argparse.Namespace) -> int:
     """``searchain report``: write the Markdown report and plots for results files."""
-    from searchain_graph.evaluation.harness import read_records
+    from searchain_graph.evaluation.datasets import load_dataset
+    from searchain_graph.evaluation.harness import read_records, with_gold
     from searchain_graph.evaluation.report import write_report
 
     records = [r for path in args.results for r in read_records(path)]
     if not records:
         raise ValueError(f"no records in {', '.join(args.results)}")
+    for spec in args.data:  # DATASET=FILE: the gold fields records written before them lack
+        dataset, sep, path = spec.partition("=")
+        if not sep or not dataset or not path:
+            raise ValueError(f"--data takes DATASET=FILE (e.g. musique=dev.jsonl), got {spec!r}")
+        records = with_gold(records, load_dataset(dataset, path))
     for path in write_report(records, args.out, title=args.title):
         print(path)
     return 0

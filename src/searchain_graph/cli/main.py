@@ -347,6 +347,14 @@ def _build_parser() -> argparse.ArgumentParser:
     rep.add_argument("results", nargs="+", metavar="FILE", help="results JSONL files from `searchain eval`")
     rep.add_argument("--out", required=True, metavar="DIR", help="report directory")
     rep.add_argument("--title", default="SearChain evaluation")
+    rep.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="DATASET=FILE",
+        help="a dataset file the records came from (repeatable): records written without its gold sub-answers "
+        "or supporting paragraphs are judged with them (nothing is written back)",
+    )
     index = sub.add_parser("index", help="build an on-disk index over corpus files")
     index.add_argument("corpus", nargs="+", metavar="CORPUS", help="corpus files (JSONL, DPR TSV, QA dataset files)")
     index.add_argument("--out", required=True, metavar="DIR", help="index directory (replaced when complete)")

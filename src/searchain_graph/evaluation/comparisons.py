@@ -9,7 +9,8 @@ evaluation records (one per question and method):
 * :func:`changes_section`: on the questions where IR changed the final path (S_IR), whether the
   change helped, misled or did nothing, against SearChain w/o IR on the same question;
 * :func:`node_changes_section`: each node IR changed on the final path, judged against the
-  question's gold supporting paragraphs (:func:`judge_change`);
+  question's gold supporting paragraphs (:func:`judge_change`) and, where the dataset gives
+  them, its gold sub-answers (:func:`judge_by_answers`);
 * :func:`copying_section`: answers and chains that name an entity of the method's demonstrations
   (its record's ``demonstration_names``) for a question not about it;
 * :func:`repairs_section`: how often each repair of a chain fired (the warnings the graph
@@ -40,10 +41,12 @@ __all__ = [
     "copying_section",
     "correct",
     "intervened",
+    "judge_by_answers",
     "judge_change",
     "LOSSES",
     "misses_section",
     "node_changes_section",
+    "node_said",
     "paired_section",
     "repairs_section",
     "reverted_nodes",
@@ -164,6 +167,22 @@ def changes_section(
     )
 
 
+def node_said(record: dict[str, Any], reference: dict[str, Any]) -> str | None:
+    """The LLM's answer at the node IR corrected (``None`` for a completion, or a node not in the tree)."""
+    if reference.get("source") != "corrected":
+        return None
+    return next(
+        (
+            n.get("answer")
+            for b in branches(record)
+            if b.get("round") == reference.get("round")
+            for n in b.get("nodes") or []
+            if n.get("query") == reference.get("query")
+        ),
+        None,
+    )
+
+
 def judge_change(record: dict[str, Any], reference: dict[str, Any]) -> str:
     """Whether IR's change of one node helped, misled or was neutral, by the gold supporting paragraphs.
 
@@ -176,47 +195,90 @@ def judge_change(record: dict[str, Any], reference: dict[str, Any]) -> str:
     title = ((reference.get("document") or {}).get("metadata") or {}).get("title")
     if title is not None and any(g["title"] == title for g in gold):
         return "helps"
-    said = None
-    if reference.get("source") == "corrected":
-        branches = (record.get("tree") or {}).get("tree") or []
-        said = next(
-            (
-                n.get("answer")
-                for b in branches
-                if b.get("round") == reference.get("round")
-                for n in b.get("nodes") or []
-                if n.get("query") == reference.get("query")
-            ),
-            None,
-        )
+    said = node_said(record, reference) or ""
     if said and any(answer_contains(g["text"], said) or answer_contains(said, g["title"]) for g in gold):
         return "misleads"
     return "neutral"
 
 
+def _states(text: str | None, value: str, query: str) -> bool:
+    """Whether ``text`` gives the gold ``value``: contains it, or is a part of it ("Pirates", "Pittsburgh Pirates").
+
+    A text the node's ``query`` already contains gives nothing (it restates the question).
+    """
+    text = text or ""
+    if not normalize_answer(text) or answer_contains(query, text):
+        return False
+    return answer_contains(text, value) or answer_contains(value, text)
+
+
+def judge_by_answers(record: dict[str, Any], reference: dict[str, Any]) -> str | None:
+    """Whether IR's change of one node helped, misled or was neutral, by the gold sub-answers.
+
+    Stricter than :func:`judge_change`, which counts a change as helping whenever IR read a
+    supporting paragraph, whatever it took from it (MuSiQue: the son's page read, the mother's
+    name taken). The gold values are the answers of the question's decomposition (the record's
+    ``hop_answers``: MuSiQue's sub-answers, 2Wiki's evidence objects) and the final answers, less
+    any value the node's query already states (it is not what the node asks):
+
+    * ``helps``: IR's *g* gives a gold value and the LLM's replaced answer does not (a completion:
+      the LLM had none);
+    * ``misleads``: the LLM's replaced answer gave a gold value and *g* does not;
+    * ``neutral``: both or neither (the chain was on another entity; a spelling the match misses).
+
+    Returns:
+        The verdict, or ``None`` for a record without sub-answers (HotpotQA, StrategyQA).
+    """
+    hops = record.get("hop_answers")
+    if not hops:
+        return None
+    query = str(reference.get("query") or "")
+    gold = [str(v) for v in [*hops, *(record.get("answers") or [])] if normalize_answer(str(v))]
+    gold = [v for v in gold if not answer_contains(query, v)]
+    g = reference.get("reader_answer") or reference.get("answer")
+    said = node_said(record, reference)
+    ir_right = any(_states(g, v, query) for v in gold)
+    llm_right = any(_states(said, v, query) for v in gold)
+    if ir_right and not llm_right:
+        return "helps"
+    if llm_right and not ir_right:
+        return "misleads"
+    return "neutral"
+
+
 def node_changes_section(records: Sequence[dict[str, Any]], datasets: Sequence[str]) -> list[str]:
-    """Per dataset, SearChain's changed nodes (records with gold paragraphs) as helps / misleads / neutral."""
+    """Per dataset, SearChain's changed nodes as helps / misleads / neutral, by each judge that applies.
+
+    One row by the gold supporting paragraphs (:func:`judge_change`, records that carry them) and
+    one by the gold sub-answers (:func:`judge_by_answers`, records that carry ``hop_answers``).
+    """
     rows = []
     for dataset in datasets:
-        judged = [
-            judge_change(r, ref)
+        changed = [
+            (r, ref)
             for r in records
-            if r["method"] == "searchain" and r["dataset"] == dataset and r.get("supporting")
+            if r["method"] == "searchain" and r["dataset"] == dataset
             for ref in (r.get("tree") or {}).get("references") or []
             if ref.get("source") in IR_CHANGED
         ]
-        if not judged:
-            continue
-        cells = [share(judged.count(k), len(judged)) for k in ("helps", "misleads", "neutral")]
-        rows.append(f"| {dataset} | {len(judged)} | " + " | ".join(cells) + " |")
+        judges = (
+            ("supporting paragraphs", [judge_change(r, ref) for r, ref in changed if r.get("supporting")]),
+            ("sub-answers", [v for r, ref in changed if (v := judge_by_answers(r, ref)) is not None]),
+        )
+        for judge, judged in judges:
+            if judged:
+                cells = [share(judged.count(k), len(judged)) for k in ("helps", "misleads", "neutral")]
+                rows.append(f"| {dataset} | {judge} | {len(judged)} | " + " | ".join(cells) + " |")
     return section(
-        "## IR's changes, node by node (against the gold supporting paragraphs)",
+        "## IR's changes, node by node (against the gold supporting paragraphs and sub-answers)",
         rows,
-        "helps: IR's passage is a supporting paragraph; misleads: it is not, and the LLM's replaced answer is in "
-        "one; neutral: neither.",
+        "By supporting paragraphs: helps when IR's passage is a supporting paragraph (whatever it took from it); "
+        "misleads when it is not and the LLM's replaced answer is in one; neutral otherwise. By sub-answers "
+        "(datasets whose questions come with a decomposition): helps when IR's g gives a gold sub-answer or final "
+        "answer and the LLM's replaced answer does not; misleads the reverse; neutral when both or neither do.",
         "",
-        "| dataset | nodes IR changed | helps | misleads | neutral |",
-        "|---|---:|---:|---:|---:|",
+        "| dataset | judged by | nodes IR changed | helps | misleads | neutral |",
+        "|---|---|---:|---:|---:|---:|",
     )
 
 

@@ -49,10 +49,12 @@ __all__ = [  # METHODS, GraphFactory and parse_methods live in evaluation.method
     "METHODS",
     "GraphFactory",
     "RunSummary",
+    "gold_fields",
     "make_record",
     "parse_methods",
     "read_records",
     "run_evaluation",
+    "with_gold",
 ]
 
 
@@ -60,6 +62,41 @@ def _steps(method: str, out: dict[str, Any]) -> int:
     """Reasoning steps (Table 4), counted by the method's record (its graph's ``rounds`` if unregistered)."""
     spec = METHODS.get(method)
     return (spec.steps if spec is not None else count_rounds)(out)
+
+
+def gold_fields(example: Example) -> dict[str, Any]:
+    """What a record of ``example`` carries so the report can judge each node IR changed.
+
+    ``supporting``: the gold supporting paragraphs (title and text); ``hop_answers``: the answers
+    of the gold decomposition, in order (MuSiQue's sub-answers, 2Wiki's evidence objects). A field
+    the example lacks is left out.
+    """
+    fields: dict[str, Any] = {}
+    gold = [{"title": p["title"], "text": p["text"]} for p in example.get("paragraphs") or [] if p["is_supporting"]]
+    if gold:
+        fields["supporting"] = gold
+    hops = [s["answer"] for s in example.get("decomposition") or [] if s.get("answer")]
+    if hops:
+        fields["hop_answers"] = hops
+    return fields
+
+
+def with_gold(records: Sequence[dict[str, Any]], examples: Sequence[Example]) -> list[dict[str, Any]]:
+    """``records`` with the gold fields of their examples (:func:`gold_fields`) filled in where missing.
+
+    For records written before a field existed: the report reads them as if they had been written
+    with it. Records that carry no tree (the report judges none of their nodes) and records of
+    other questions are returned as they are; nothing is written back.
+    """
+    by_question = {(e["dataset"], e["qid"]): e for e in examples}
+    filled = []
+    for record in records:
+        example = by_question.get((str(record.get("dataset")), str(record.get("qid"))))
+        if example is not None and record.get("tree"):
+            missing = {k: v for k, v in gold_fields(example).items() if k not in record}
+            record = {**record, **missing} if missing else record
+        filled.append(record)
+    return filled
 
 
 def make_record(
@@ -89,10 +126,7 @@ def make_record(
     if references:
         record["sources"] = [r.get("source") for r in references]
         record["cited"] = len(set(citations(record["final_content"])))
-        # The gold supporting paragraphs, so the report can judge each node IR changed.
-        gold = [{"title": p["title"], "text": p["text"]} for p in example.get("paragraphs") or [] if p["is_supporting"]]
-        if gold:
-            record["supporting"] = gold
+        record.update(gold_fields(example))
     if out.get("tree"):  # SearChain's Tree-of-Reasoning, for the report's per-question pages
         record["tree"] = compact_run(out)
     return record
