@@ -394,13 +394,9 @@ def reverts_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -
     """Per method with trees, how often a later round repeated an IR-changed node with IR's answer dropped."""
     rows = []
     for method in methods:
-        rs = [r for r in records if r["method"] == method and (r.get("tree") or {}).get("tree")]
-        repeats = [
-            sum(1 for b in r["tree"]["tree"] for c in b.get("checks") or [] if c.get("action") == "duplicate")
-            for r in rs
-        ]
-        if not rs or not any(repeats):
-            continue
+        rs = [r for r in records if r["method"] == method and branches(r)]
+        if not any(c.get("action") == "duplicate" for r in rs for b in branches(r) for c in b.get("checks") or []):
+            continue  # no round repeated a node: nothing can have been taken back
         taken = [len(reverted_nodes(r)) for r in rs]
         hit = [correct(r) for r, n in zip(rs, taken, strict=True) if n]
         rest = [correct(r) for r, n in zip(rs, taken, strict=True) if not n]
