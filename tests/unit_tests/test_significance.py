@@ -203,6 +203,34 @@ def test_the_sub_answer_judge_catches_a_correction_the_paragraph_judge_calls_hel
     assert "| musique | sub-answers | 1 | 0 (0.0%) | 1 (100.0%) | 0 (0.0%) |" in text
 
 
+def test_reads_under_and_over_theta_are_judged_by_band_of_f() -> None:
+    from searchain_graph.evaluation.comparisons import threshold_section
+
+    record = _debs()
+    who, party = (n["query"] for n in record["tree"]["tree"][0]["nodes"])
+    record["tree"]["tree"][0]["checks"] = [
+        {"node": 1, "action": "pass", "confidence": 0.44, "reader_answer": "Eugene V. Debs"},  # both right
+        {"node": 2, "action": "correction", "confidence": 5.13, "reader_answer": "trade unionist"},
+    ]
+    record["tree"]["tree"].append(
+        _round(
+            2,
+            [(who, "Norman Thomas"), (party, "Democrats")],
+            [
+                {"node": 1, "action": "pass", "confidence": 3.9, "reader_answer": "Eugene V. Debs"},  # help left
+                {"node": 2, "action": "duplicate"},  # not read
+            ],
+        )
+    )
+    rows = [line for line in threshold_section([record], ["musique"]) if line.startswith("| musique")]
+    assert rows == [
+        "| musique | (0, 2] | 1 | 0 | 0 | 1 | 0 | 0 | 0 |",
+        "| musique | (3, 4] | 1 | 1 | 0 | 0 | 0 | 0 | 0 |",
+        "| musique | (5, 6] | 1 | 0 | 0 | 0 | 0 | 1 | 0 |",
+    ]
+    assert threshold_section([{**record, "hop_answers": None}], ["musique"]) == []  # no sub-answers: no section
+
+
 @pytest.mark.parametrize(
     ("query", "said", "g", "verdict"),
     [

@@ -11,6 +11,8 @@ evaluation records (one per question and method):
 * :func:`node_changes_section`: each node IR changed on the final path, judged against the
   question's gold supporting paragraphs (:func:`judge_change`) and, where the dataset gives
   them, its gold sub-answers (:func:`judge_by_answers`);
+* :func:`threshold_section`: every read of an answered node by band of the reader's *f*, judged
+  by the gold sub-answers: how much help θ leaves unused below it and lets through above it;
 * :func:`copying_section`: answers and chains that name an entity of the method's demonstrations
   (its record's ``demonstration_names``) for a question not about it;
 * :func:`repairs_section`: how often each repair of a chain fired (the warnings the graph
@@ -24,6 +26,7 @@ evaluation records (one per question and method):
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +35,7 @@ from searchain_graph.evaluation.significance import PairedDifference, paired_dif
 from searchain_graph.method.parsing import answer_contains, copied_names, normalize_answer
 
 __all__ = [
+    "F_BANDS",
     "IR_CHANGED",
     "REPAIRS",
     "branches",
@@ -53,6 +57,7 @@ __all__ = [
     "reverts_section",
     "section",
     "share",
+    "threshold_section",
     "where_lost",
 ]
 
@@ -279,6 +284,71 @@ def node_changes_section(records: Sequence[dict[str, Any]], datasets: Sequence[s
         "",
         "| dataset | judged by | nodes IR changed | helps | misleads | neutral |",
         "|---|---|---:|---:|---:|---:|",
+    )
+
+
+F_BANDS: tuple[float, ...] = (0.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+"""The edges of the reader's *f* bands in :func:`threshold_section` (the lowest band is f <= 0)."""
+
+
+def _band(f: float) -> str:
+    """The :data:`F_BANDS` band of ``f`` as a label ("f <= 0", "(2, 3]", "f > 6")."""
+    if f <= F_BANDS[0]:
+        return f"f <= {F_BANDS[0]:g}"
+    for lo, hi in zip(F_BANDS, F_BANDS[1:], strict=False):
+        if f <= hi:
+            return f"({lo:g}, {hi:g}]"
+    return f"f > {F_BANDS[-1]:g}"
+
+
+def threshold_section(records: Sequence[dict[str, Any]], datasets: Sequence[str]) -> list[str]:
+    """Per dataset and band of the reader's *f*, every read of an answered node, judged by the gold sub-answers.
+
+    Verification corrects a node when *f* > θ and *g* disagrees with the LLM's answer; below θ the
+    LLM's answer stands. For each read (checks ``pass`` and ``correction`` of every round; not
+    completions, which ignore θ) :func:`judge_by_answers` asks what a correction did or would have
+    done: *g* gives a gold value the LLM's answer lacks (a correction helps), the reverse (it
+    misleads), or neither. A band under θ with many reads where *g* alone is right says θ leaves
+    help unused; one above θ with misleads says θ lets them through. Records without
+    ``hop_answers`` are left out.
+    """
+    rows = []
+    for dataset in datasets:
+        counts: dict[str, Counter[tuple[str, str]]] = {}
+        for r in records:
+            if r["method"] != "searchain" or r["dataset"] != dataset or not r.get("hop_answers"):
+                continue
+            for b in branches(r):
+                nodes = {n.get("index"): n for n in b.get("nodes") or []}
+                for check in b.get("checks") or []:
+                    node = nodes.get(check.get("node"))
+                    f = check.get("confidence")
+                    if (
+                        check.get("action") not in ("pass", "correction")
+                        or f is None
+                        or not node
+                        or node.get("unsolved")
+                    ):
+                        continue
+                    read = {"query": node.get("query"), "source": "corrected", "round": b.get("round")}
+                    verdict = judge_by_answers(r, {**read, "reader_answer": check.get("reader_answer")}) or "neutral"
+                    counts.setdefault(_band(float(f)), Counter())[(check["action"], verdict)] += 1
+        keys = [(a, v) for a in ("pass", "correction") for v in ("helps", "misleads", "neutral")]
+        for band in [_band(F_BANDS[0]), *(_band(hi) for hi in F_BANDS[1:]), _band(F_BANDS[-1] + 1)]:
+            if tally := counts.get(band):
+                cells = " | ".join(str(tally[k]) for k in keys)
+                rows.append(f"| {dataset} | {band} | {tally.total()} | {cells} |")
+    return section(
+        "## The reader's f and θ: every read of an answered node, judged by the gold sub-answers",
+        rows,
+        "Left: the LLM's answer stood (f <= θ, or g agreed with it); corrected: f > θ and g disagreed. "
+        "g right: g gives a gold sub-answer or final answer that the LLM's answer lacks (a correction helps, or "
+        "would have); LLM right: the reverse (a correction misleads, or would have); neither: both or neither give "
+        "one (`judge_by_answers`). Datasets whose questions come with a decomposition only.",
+        "",
+        "| dataset | reader's f | reads | left: g right | left: LLM right | left: neither | corrected: g right "
+        "| corrected: LLM right | corrected: neither |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     )
 
 

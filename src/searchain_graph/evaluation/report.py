@@ -58,6 +58,7 @@ from searchain_graph.evaluation.comparisons import (
     paired_section,
     repairs_section,
     reverts_section,
+    threshold_section,
 )
 from searchain_graph.evaluation.cpu_meter import CONTENDED_CORES, contended
 from searchain_graph.evaluation.methods import METHODS
@@ -290,6 +291,7 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
     lines += paired_section(records, datasets, methods)
     lines += changes_section(searchain, no_ir, datasets)
     lines += node_changes_section(records, datasets)
+    lines += threshold_section(records, datasets)
     lines += copying_section(records, methods)
     lines += repairs_section(records, methods)
     lines += reverts_section(records, methods)
