@@ -221,8 +221,8 @@ def judge_by_answers(record: dict[str, Any], reference: dict[str, Any]) -> str |
     """Whether IR's change of one node helped, misled or was neutral, by the gold sub-answers.
 
     Stricter than :func:`judge_change`, which counts a change as helping whenever IR read a
-    supporting paragraph, whatever it took from it (MuSiQue: the son's page read, the mother's
-    name taken). The gold values are the answers of the question's decomposition (the record's
+    supporting paragraph, whatever it took from it (MuSiQue: Eugene V. Debs' page read, and
+    "trade unionist" taken for his party). The gold values are the answers of the question's decomposition (the record's
     ``hop_answers``: MuSiQue's sub-answers, 2Wiki's evidence objects) and the final answers, less
     any value the node's query already states (it is not what the node asks):
 
@@ -330,8 +330,13 @@ def threshold_section(records: Sequence[dict[str, Any]], datasets: Sequence[str]
                         or node.get("unsolved")
                     ):
                         continue
-                    read = {"query": node.get("query"), "source": "corrected", "round": b.get("round")}
-                    verdict = judge_by_answers(r, {**read, "reader_answer": check.get("reader_answer")}) or "neutral"
+                    read = {
+                        "query": node.get("query"),
+                        "source": "corrected",  # what a correction there did, or would have done
+                        "round": b.get("round"),
+                        "reader_answer": check.get("reader_answer"),
+                    }
+                    verdict = judge_by_answers(r, read) or "neutral"
                     counts.setdefault(_band(float(f)), Counter())[(check["action"], verdict)] += 1
         keys = [(a, v) for a in ("pass", "correction") for v in ("helps", "misleads", "neutral")]
         for band in [_band(F_BANDS[0]), *(_band(hi) for hi in F_BANDS[1:]), _band(F_BANDS[-1] + 1)]:
