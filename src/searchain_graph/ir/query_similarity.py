@@ -183,10 +183,18 @@ def same_kind(a: str, b: str) -> bool:
 _RELATION = re.compile(r"\b[A-Z][\w-]*['’]s\s+([a-z][\w-]*)|\bthe\s+([a-z][\w-]*)\s+of\s+(?:the\s+)?[A-Z]")
 
 
+_NAME_PARTICLES = frozenset("of de da di del du la le van von der den y".split())
+"""Lower-case words inside a name ("Bernard of Niemodlin", "Ludwig van Beethoven")."""
+
+
 def _identity(query: str) -> bool:
-    """Whether ``query`` asks only who or what its names are ("Who was Robert Suettinger?")."""
+    """Whether ``query`` asks only who or what its names are ("Who was Robert Suettinger?").
+
+    A name's particles count as the name ("Who is Nicholas II of Niemodlin?"); a relation word
+    does not ("Who is the king of France?").
+    """
     words = set(re.sub(r"['’]s\b", "", re.sub(r"[^\w\s'’-]", " ", query.lower())).split())
-    return not words - names_in(query) - {"who", "what", "is", "was", "are", "were", "the", "a", "an"}
+    return not words - names_in(query) - _NAME_PARTICLES - {"who", "what", "is", "was", "are", "were", "the", "a", "an"}
 
 
 def relations(query: str) -> set[str]:
