@@ -145,7 +145,7 @@ def _changed(source: str, title: str, said: str | None) -> dict[str, Any]:
 def test_each_changed_node_is_judged_by_the_gold_paragraphs(
     source: str, title: str, said: str | None, verdict: str
 ) -> None:
-    from searchain_graph.evaluation.comparisons import judge_change
+    from searchain_graph.evaluation.node_judges import judge_change
 
     record = _changed(source, title, said)
     assert judge_change(record, record["tree"]["references"][0]) == verdict
@@ -192,7 +192,7 @@ def _debs() -> dict[str, Any]:
 
 
 def test_the_sub_answer_judge_catches_a_correction_the_paragraph_judge_calls_help() -> None:
-    from searchain_graph.evaluation.comparisons import judge_by_answers, judge_change
+    from searchain_graph.evaluation.node_judges import judge_by_answers, judge_change
 
     record = _debs()
     corrected = record["tree"]["references"][1]
@@ -204,7 +204,7 @@ def test_the_sub_answer_judge_catches_a_correction_the_paragraph_judge_calls_hel
 
 
 def test_reads_under_and_over_theta_are_judged_by_band_of_f() -> None:
-    from searchain_graph.evaluation.comparisons import threshold_section
+    from searchain_graph.evaluation.node_judges import threshold_section
 
     record = _debs()
     who, party = (n["query"] for n in record["tree"]["tree"][0]["nodes"])
@@ -245,7 +245,7 @@ def test_reads_under_and_over_theta_are_judged_by_band_of_f() -> None:
     ],
 )
 def test_the_sub_answer_judge_matches_values_not_words(query: str, said: str | None, g: str, verdict: str) -> None:
-    from searchain_graph.evaluation.comparisons import judge_by_answers
+    from searchain_graph.evaluation.node_judges import judge_by_answers
 
     record = _record("q", "searchain", True, dataset="musique", answers=["Pittsburgh Pirates", "Mets"])
     record["hop_answers"] = ["Puttanna Kanagal", "Phalitamsha", "United Kingdom"]

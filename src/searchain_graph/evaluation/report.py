@@ -54,14 +54,13 @@ from searchain_graph.evaluation.comparisons import (
     correct,
     intervened,
     misses_section,
-    node_changes_section,
     paired_section,
     repairs_section,
     reverts_section,
-    threshold_section,
 )
 from searchain_graph.evaluation.cpu_meter import CONTENDED_CORES, contended
 from searchain_graph.evaluation.methods import METHODS
+from searchain_graph.evaluation.node_judges import node_changes_section, threshold_section
 
 PAPER_TABLE2 = {
     "hotpotqa": (74.56, 20.94, 4.50),
