@@ -93,14 +93,16 @@ def judge_by_answers(record: dict[str, Any], reference: dict[str, Any]) -> str |
     Returns:
         The verdict, or ``None`` for a record without sub-answers (HotpotQA, StrategyQA).
     """
-    hops = record.get("hop_answers")
-    if not hops:
+    if not record.get("hop_answers"):
         return None
-    query = str(reference.get("query") or "")
-    gold = [str(v) for v in [*hops, *(record.get("answers") or [])] if normalize_answer(str(v))]
-    gold = [v for v in gold if not answer_contains(query, v)]
     g = reference.get("reader_answer") or reference.get("answer")
-    said = node_said(record, reference)
+    return _by_answers(record, str(reference.get("query") or ""), g, node_said(record, reference))
+
+
+def _by_answers(record: dict[str, Any], query: str, g: str | None, said: str | None) -> str:
+    """:func:`judge_by_answers` for a node's ``query``, IR's ``g`` and the LLM's answer ``said``."""
+    values = [str(v) for v in [*(record.get("hop_answers") or []), *(record.get("answers") or [])]]
+    gold = [v for v in values if normalize_answer(v) and not answer_contains(query, v)]
     ir_right = any(_states(g, v, query) for v in gold)
     llm_right = any(_states(said, v, query) for v in gold)
     if ir_right and not llm_right:
@@ -189,13 +191,10 @@ def threshold_section(records: Sequence[dict[str, Any]], datasets: Sequence[str]
                         or node.get("unsolved")
                     ):
                         continue
-                    read = {
-                        "query": node.get("query"),
-                        "source": "corrected",  # what a correction there did, or would have done
-                        "round": b.get("round"),
-                        "reader_answer": check.get("reader_answer"),
-                    }
-                    verdict = judge_by_answers(r, read) or "neutral"
+                    # what a correction of this node did, or would have done
+                    verdict = _by_answers(
+                        r, str(node.get("query") or ""), check.get("reader_answer"), node.get("answer")
+                    )
                     counts.setdefault(_band(float(f)), Counter())[(check["action"], verdict)] += 1
         keys = [(a, v) for a in ("pass", "correction") for v in ("helps", "misleads", "neutral")]
         for band in [_band(F_BANDS[0]), *(_band(hi) for hi in F_BANDS[1:]), _band(F_BANDS[-1] + 1)]:
