@@ -469,3 +469,36 @@ def test_takebacks_read_trees_without_their_parts(tree: Any) -> None:
     section = reverts_section([record], ["searchain"])
     # A repeat that names no earlier node is counted as a repeat, never as a take-back.
     assert section == [] or section[-1] == "| searchain | 1 | 0 | 0 (0.0%) | – | 1 (100.0%) |"
+
+
+def test_a_hit_on_words_the_question_states_is_shown_beside_cover_em() -> None:
+    from searchain_graph.evaluation.comparisons import restated, restated_section
+
+    # MuSiQue 2hop__84971_67668 (recorded): the alias "Batman" covers the question's own film title.
+    olaf = {
+        "qid": "2hop__84971_67668",
+        "dataset": "musique",
+        "method": "searchain",
+        "question": 'The actor who plays Count Olaf in "A Series of Unfortunate Events" also plays which '
+        "character in Batman Under the Red Hood?",
+        "answers": ["Nightwing / Dick Grayson", "Nightwing", "Dick Grayson", "Batman"],
+        "prediction": "Batman Under the Red Hood",
+        "metrics": {"cover_em": 1.0, "em": 0.0, "f1": 0.4},
+    }
+    right = {**olaf, "prediction": "Dick Grayson", "metrics": {"cover_em": 1.0, "em": 1.0, "f1": 1.0}}
+    covered = {**olaf, "prediction": "Nightwing, in Batman", "metrics": {"cover_em": 1.0, "em": 0.0, "f1": 0.5}}
+    wrong = {
+        **olaf,
+        "qid": "another",
+        "prediction": "Jensen Ackles",
+        "metrics": {"cover_em": 0.0, "em": 0.0, "f1": 0.0},
+    }
+    assert restated(olaf)
+    assert not restated(right)  # an exact match is never flagged
+    assert not restated(covered)  # one found gold ("Nightwing") is not in the question
+    assert not restated(wrong)
+    rows = restated_section([olaf, right, covered, wrong], ["musique"], ["searchain", "ircot"])
+    assert rows[1] == "## Right by cover-EM on words of the question"
+    assert "| musique | searchain | 3 | 1 | 50.0 | Batman Under the Red Hood |" in rows
+    assert restated_section([right, wrong], ["musique"], ["searchain"]) == []
+    assert "## Right by cover-EM on words of the question" in render_report([olaf, wrong])

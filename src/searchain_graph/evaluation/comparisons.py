@@ -44,6 +44,8 @@ __all__ = [
     "LOSSES",
     "misses_section",
     "paired_section",
+    "restated",
+    "restated_section",
     "repairs_section",
     "reverted_nodes",
     "reverts_section",
@@ -223,6 +225,46 @@ def repairs_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -
         rows,
         "| method | questions | " + " | ".join(REPAIRS) + " |",
         "|---|---:|" + "---:|" * len(REPAIRS),
+    )
+
+
+def restated(record: dict[str, Any]) -> bool:
+    """Right by cover-EM only on a gold answer the question itself states (and not an exact match).
+
+    MuSiQue's aliases include "Batman" for a question about *Batman: Under the Red Hood*, so the
+    prediction "Batman Under the Red Hood", the question's own title, is covered. A comparison
+    question ("Who is older, A or B?") names its answer by design: these are listed, not removed.
+    """
+    prediction, question = str(record.get("prediction") or ""), str(record.get("question") or "")
+    if not correct(record) or record.get("metrics", {}).get("em", 0.0) >= 1.0:
+        return False
+    found = [g for g in record.get("answers") or [] if isinstance(g, str) and answer_contains(prediction, g)]
+    return bool(found) and all(answer_contains(question, g) for g in found)
+
+
+def restated_section(records: Sequence[dict[str, Any]], datasets: Sequence[str], methods: Sequence[str]) -> list[str]:
+    """Per dataset and method, the cover-EM hits on words of the question, and cover-EM without them."""
+    rows = []
+    for dataset in datasets:
+        for method in methods:
+            rs = [r for r in records if r["dataset"] == dataset and r["method"] == method]
+            hits = [r for r in rs if restated(r)]
+            if hits:
+                right = sum(1 for r in rs if correct(r))
+                examples = "; ".join(f"{r.get('prediction')!s:.60}" for r in hits[:3])
+                rows.append(
+                    f"| {dataset} | {method} | {right} | {len(hits)} | "
+                    f"{100 * (right - len(hits)) / len(rs):.1f} | {examples} |"
+                )
+    return section(
+        "## Right by cover-EM on words of the question",
+        rows,
+        "Cover-EM hits (EM 0) whose gold answer the question itself states: a prediction that restates",
+        "the question can be covered. Comparison questions name their answer by design, so these are",
+        "shown, not removed; cover-EM without them beside.",
+        "",
+        "| dataset | method | right | on the question's words | cover-EM % without them | predictions |",
+        "|---|---|---:|---:|---:|---|",
     )
 
 

@@ -56,6 +56,7 @@ from searchain_graph.evaluation.comparisons import (
     misses_section,
     paired_section,
     repairs_section,
+    restated_section,
     reverts_section,
 )
 from searchain_graph.evaluation.cpu_meter import CONTENDED_CORES, contended
@@ -295,6 +296,7 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
     lines += repairs_section(records, methods)
     lines += reverts_section(records, methods)
     lines += misses_section(records, datasets)
+    lines += restated_section(records, datasets, methods)
     lines += _tree_section(searchain_trees(records))
     errors = [r for r in records if r.get("error")]
     if errors:
