@@ -190,3 +190,33 @@ def test_all_minilm_takes_another_question_word_for_the_same_query_unless_guarde
     assert not SemanticDuplicate()(where, [when])
     daughter = "Who is the youngest daughter of Lady Mary-Gaye Curzon?"
     assert SemanticDuplicate()("Who is Mary-Gaye Curzon's youngest daughter?", [daughter])
+
+
+def test_a_beginning_an_end_two_parts_in_a_work_and_a_performer_are_different_queries() -> None:
+    """Duplicates by meaning that were not, from the runs' trees (MuSiQue, HotpotQA)."""
+    from searchain_graph.ir.query_similarity import roles
+
+    # MuSiQue: the war's end was skipped as its start, so "During which years ...?" got only the start.
+    assert not comparable("When did the Yalu River war end?", "When did the Yalu River war start?")
+    assert not comparable("When was Stephenie Meyer born?", "When did Stephenie Meyer die?")
+    # MuSiQue: the actor was never asked for, the character's query standing in for it.
+    assert not comparable(
+        "Who plays Jennifer Parker in Back to the Future Part II?",
+        "Who is Jennifer Parker in Back to the Future Part II?",
+    )
+    # HotpotQA: the illustrator skipped as the writer; the co-writer as the singer who released it.
+    assert not comparable(
+        "Who illustrated the manga series based on Ichitaka Seto?", "Who wrote the manga series based on Ichitaka Seto?"
+    )
+    assert not comparable(
+        'What is the name of the singer who co-wrote "Confessions"?',
+        'What is the name of the singer who released "Confessions"?',
+    )
+    # Paraphrases stay paraphrases: one part in two wordings, a team's play, a beginning twice.
+    assert comparable("Who played Corliss Archer in Kiss and Tell?", "Who portrayed Corliss Archer in Kiss and Tell?")
+    assert comparable("Who is the director of Titanic?", "Who directed Titanic?")
+    assert comparable("Who is the author of Dune?", "Who wrote Dune?")
+    assert comparable("What team did Anna Benson's husband play for?", "What team was Anna Benson's husband on?")
+    assert comparable("When did the Korean War begin?", "When did the Korean War start?")
+    assert roles("What team did Anna Benson's husband play for?") == frozenset()
+    assert roles("Who voiced Meg Griffin?") == frozenset({"perform"})

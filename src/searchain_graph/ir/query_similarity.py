@@ -37,6 +37,7 @@ __all__ = [
     "open_heads",
     "packaged_encoder",
     "relations",
+    "roles",
     "same_kind",
     "shared_semantic_duplicate",
 ]
@@ -232,6 +233,47 @@ def names_in(query: str) -> set[str]:
     return {word for word in found if word not in _NOT_NAMES}
 
 
+_PERFORMS = re.compile(
+    r"\b(?:play|plays|played|playing|portray|portrays|portrayed|voice|voices|voiced)\b"
+    r"(?!\s+(?:for|in|at|with|on|against|as)\b)",
+    re.IGNORECASE,
+)
+"""A verb that asks who performs a part ("Who plays Jennifer Parker?"), not a team's play ("play for")."""
+
+_ROLES = {
+    role: frozenset(words.split())
+    for role, words in {
+        "write": "write writes wrote written writer author authored",
+        "illustrate": "illustrate illustrates illustrated illustrator",
+        "direct": "direct directs directed director",
+        "produce": "produce produces produced producer",
+        "compose": "compose composes composed composer",
+        "sing": "sing sings sang sung singer",
+    }.items()
+}
+"""The parts a query may ask someone to have had in a work; "who wrote" is not "who illustrated"."""
+
+_OPPOSITES = (
+    frozenset("start starts started begin begins began begun founded born open opened established".split()),
+    frozenset("end ends ended die dies died death dissolve dissolved close closed abolished".split()),
+)
+"""A beginning and an end: "When did the war end?" is not "When did the war start?"."""
+
+
+def roles(query: str) -> frozenset[str]:
+    """The parts in a work that ``query`` asks about: ``perform`` (plays, portrays, voices) and :data:`_ROLES`'."""
+    words = set(re.sub(r"[^\w\s]", " ", query.lower()).split())
+    found = {role for role, verbs in _ROLES.items() if words & verbs}
+    return frozenset(found | ({"perform"} if _PERFORMS.search(query) else set()))
+
+
+def _opposed(a: str, b: str) -> bool:
+    """One query asks of a beginning and the other of an end, and neither of both."""
+    wa, wb = (set(re.sub(r"[^\w\s]", " ", q.lower()).split()) for q in (a, b))
+    start, end = _OPPOSITES
+    return any(x & start and y & end and not x & end and not y & start for x, y in ((wa, wb), (wb, wa)))
+
+
 def comparable(a: str, b: str) -> bool:
     """Whether two queries may be one query.
 
@@ -241,10 +283,16 @@ def comparable(a: str, b: str) -> bool:
     of a name what the other asks of the name ("Where did X's husband die?" is not "Where did X
     die?"; "Who is X's spouse?" still may be "Who did X marry?"), and the names of one
     are all names of the other (a paraphrase may drop a name, "Who played Corliss Archer?",
-    but not swap one: "... of Ireland?" is not "... of India?").
+    but not swap one: "... of Ireland?" is not "... of India?"). Nor do they ask of a beginning and
+    an end ("When did the war start?" / "... end?"), of two parts in a work ("Who wrote the manga?" /
+    "Who illustrated ...?"), or one of who performs a part and the other not ("Who plays Jennifer
+    Parker?" / "Who is Jennifer Parker?"): the verbs a bi-encoder over the whole query weighs least.
     """
-    if not same_kind(a, b) or sorted(_NUMBER.findall(a)) != sorted(_NUMBER.findall(b)):
+    if not same_kind(a, b) or sorted(_NUMBER.findall(a)) != sorted(_NUMBER.findall(b)) or _opposed(a, b):
         return False
+    pa, pb = roles(a), roles(b)
+    if pa != pb and ((pa and pb) or "perform" in pa ^ pb):
+        return False  # "Who plays Jennifer Parker?" is not "Who is Jennifer Parker?", nor "wrote" "illustrated"
     ra, rb = relations(a), relations(b)
     if (ra and rb and not ra & rb) or (ra and not rb and _identity(b)) or (rb and not ra and _identity(a)):
         return False
