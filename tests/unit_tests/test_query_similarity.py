@@ -219,4 +219,6 @@ def test_a_beginning_an_end_two_parts_in_a_work_and_a_performer_are_different_qu
     assert comparable("What team did Anna Benson's husband play for?", "What team was Anna Benson's husband on?")
     assert comparable("When did the Korean War begin?", "When did the Korean War start?")
     assert roles("What team did Anna Benson's husband play for?") == frozenset()
+    assert comparable("Who starred in True Grit?", "Who was the actor who played the lead role in the film True Grit?")
+    assert comparable("who does plankton's voice in spongebob", "Who voices SpongeBob SquarePants' plankton?")
     assert roles("Who voiced Meg Griffin?") == frozenset({"perform"})

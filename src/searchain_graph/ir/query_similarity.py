@@ -234,11 +234,11 @@ def names_in(query: str) -> set[str]:
 
 
 _PERFORMS = re.compile(
-    r"\b(?:play|plays|played|playing|portray|portrays|portrayed|voice|voices|voiced)\b"
-    r"(?!\s+(?:for|in|at|with|on|against|as)\b)",
+    r"\b(?:(?:play|plays|played|playing)\b(?!\s+(?:for|at|with|on|against)\b)"
+    r"|(?:portray|portrays|portrayed|voice|voices|voiced|star|stars|starred|starring|actor|actress|cast)\b)",
     re.IGNORECASE,
 )
-"""A verb that asks who performs a part ("Who plays Jennifer Parker?"), not a team's play ("play for")."""
+"""A word that asks who performs a part ("Who plays Jennifer Parker?"), not a team's play ("play for")."""
 
 _ROLES = {
     role: frozenset(words.split())
