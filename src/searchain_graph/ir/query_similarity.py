@@ -260,16 +260,20 @@ _OPPOSITES = (
 """A beginning and an end: "When did the war end?" is not "When did the war start?"."""
 
 
+def _word_set(query: str) -> set[str]:
+    """The lower-case words of ``query``, punctuation read as a space ("co-wrote": "co", "wrote")."""
+    return set(re.sub(r"[^\w\s]", " ", query.lower()).split())
+
+
 def roles(query: str) -> frozenset[str]:
-    """The parts in a work that ``query`` asks about: ``perform`` (plays, portrays, voices) and :data:`_ROLES`'."""
-    words = set(re.sub(r"[^\w\s]", " ", query.lower()).split())
-    found = {role for role, verbs in _ROLES.items() if words & verbs}
+    """The parts in a work that ``query`` asks about: ``perform`` (plays, portrays, voices), those of :data:`_ROLES`."""
+    found = {role for role, verbs in _ROLES.items() if _word_set(query) & verbs}
     return frozenset(found | ({"perform"} if _PERFORMS.search(query) else set()))
 
 
 def _opposed(a: str, b: str) -> bool:
     """One query asks of a beginning and the other of an end, and neither of both."""
-    wa, wb = (set(re.sub(r"[^\w\s]", " ", q.lower()).split()) for q in (a, b))
+    wa, wb = _word_set(a), _word_set(b)
     start, end = _OPPOSITES
     return any(x & start and y & end and not x & end and not y & start for x, y in ((wa, wb), (wb, wa)))
 
