@@ -291,6 +291,7 @@ def test_cli_eval_writes_records_and_a_report(
     records = read_records(out)
     assert len(records) == 6 and {r["method"] for r in records} == {"searchain", "cot", "ircot"}
     assert all(r["error"] is None and "cover_em" in r["metrics"] for r in records)
+    assert {r["max_new_tokens"] for r in records} == {8}  # the budget a call, for the report's cut replies
     assert "6 run(s), 0 already" in capsys.readouterr().out
     assert (tmp_path / "results-report" / "report.md").is_file()
     assert main(args) == 0  # resumes: nothing left to run

@@ -117,6 +117,8 @@ def run_eval(args: argparse.Namespace) -> int:
             extra={
                 "model": stack.model_name,
                 "llm_backend": getattr(stack.llm, "backend", None),  # a local model's: torch, onnx-int4, ...
+                # the generation budget per call (a local model's max_new_tokens, a server model's max_tokens)
+                "max_new_tokens": getattr(stack.llm, "max_new_tokens", None) or getattr(stack.llm, "max_tokens", None),
                 "reader": args.reader,
                 # which weights and f, e.g. "bundled:minilm_dpr:8112:joint"
                 "reader_key": None if stack.reader is None else reader_key(stack.reader),

@@ -29,6 +29,8 @@ tables follow the paper (Xu et al., WWW 2024):
   examples for a question not about it (the method's ``demonstration_names``);
 * **Chain repairs**: how often each repair of a chain fired (a loop ended, a cut node dropped, a
   restated answer taken as unsolved, ...);
+* **Replies cut by the token budget**: one-call replies the budget ended before they stated an
+  answer (:mod:`~searchain_graph.evaluation.budget`), per method: a figure they lower is a floor;
 * **Corrections taken back**: how often a later round repeated a node IR had changed with the
   answer IR rejected, and how often those questions were answered right.
 
@@ -48,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from searchain_graph._files import remove_stale_temporaries, write_aside, written_aside
+from searchain_graph.evaluation.budget import cut_section
 from searchain_graph.evaluation.comparisons import (
     changes_section,
     copying_section,
@@ -294,6 +297,7 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
     lines += threshold_section(records, datasets)
     lines += copying_section(records, methods)
     lines += repairs_section(records, methods)
+    lines += cut_section(records, datasets, methods)
     lines += reverts_section(records, methods)
     lines += misses_section(records, datasets)
     lines += restated_section(records, datasets, methods)

@@ -45,6 +45,7 @@ __all__ = [
     "final_answer",
     "merge_passages",
     "reasoning_steps",
+    "states_answer",
     "render_examples",
     "render_paragraph",
     "render_paragraphs",
@@ -98,6 +99,13 @@ class MethodState(MethodOutput):
 # -- answers and reasoning steps -------------------------------------------------------------------
 
 _ANSWER_MARK = re.compile(r"(?:final\s+)?answer\s*(?:is\s*:?|:)", re.IGNORECASE)
+
+
+def states_answer(text: str | None) -> bool:
+    """``text`` states its answer in so many words ("So the answer is X.", "Answer: X")."""
+    return bool(_ANSWER_MARK.search(text or ""))
+
+
 ANSWER_LABEL = re.compile(r"^\s*(?:A|Answer|Final answer)\s*:\s*", re.IGNORECASE)
 """An "A:", "Answer:" or "Final answer:" label at the start of a line."""
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)

@@ -34,7 +34,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, final_answer
+from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, final_answer, states_answer
 from searchain_graph.ir.readers.base import Reader
 from searchain_graph.method.context import normalize_task
 from searchain_graph.method.driver import StepDriver
@@ -47,6 +47,7 @@ from searchain_graph.method.steps import Generate, Step, StepBody, StepFunction
 __all__ = [
     "BaselineGraph",
     "BaselineSettings",
+    "CUT_BEFORE_ANSWER",
     "baseline_driver",
     "blocking_node",
     "compile_graph",
@@ -125,11 +126,17 @@ def finish(content: str, warnings: Sequence[str], task: str) -> dict[str, Any]:
     return {**bounded, "warnings": out}
 
 
+CUT_BEFORE_ANSWER = "the reply was cut by the token budget before it stated an answer"
+"""The warning of a one-prompt reply that the budget ended before "the answer is": its answer is a guess
+from its first line (the 1.5B's Chain-of-Thought that enumerates "several factors: 1. ..." ends so)."""
+
+
 def one_shot(render: Callable[[MethodState, BaselineSettings], str]) -> StepFunction:
     """A step that sends one prompt, ``render(state, settings)``, and finishes the run with the reply.
 
     CoT's, direct prompting's and Direct Retrieval's answer step; the call's ``searchain_step`` is
-    the node's name.
+    the node's name. A reply cut by the token budget before it stated an answer gets the warning
+    :data:`CUT_BEFORE_ANSWER`.
     """
 
     def body(state: MethodState, settings: BaselineSettings) -> StepBody:
@@ -137,6 +144,8 @@ def one_shot(render: Callable[[MethodState, BaselineSettings], str]) -> StepFunc
         warnings = list(state["warnings"])
         if not text.strip():
             warnings.append("the LLM returned empty output")
+        elif getattr(text, "truncated", False) and not states_answer(text):
+            warnings.append(f"{CUT_BEFORE_ANSWER}; its first line was taken as the answer")
         return finish(text, warnings, settings.task)
 
     return body
