@@ -125,7 +125,11 @@ def run_eval(args: argparse.Namespace) -> int:
                 "retriever": type(stack.retriever).__name__,
                 "concurrency": concurrency,
             },
-            options={"demonstrations": args.demonstrations, "is_duplicate": args.duplicates},
+            options={
+                "demonstrations": args.demonstrations,
+                "is_duplicate": args.duplicates,
+                "continuation": args.continuation,
+            },
             rerun_contended=args.rerun_contended,
             cache=_open_cache(args.cache),
         )
@@ -205,7 +209,7 @@ def build_graph(
     Args:
         args: ``--corpus`` or ``--index``, ``--model``, ``--llm-backend``, ``--reader``,
             ``--threshold``, ``--max-rounds``, ``--max-new-tokens``, ``--llm-timeout``, ``--task``,
-            ``--demonstrations``, ``--duplicates``, ``--cache`` and (``serve``) ``--review``.
+            ``--demonstrations``, ``--continuation``, ``--duplicates``, ``--cache`` and (``serve``) ``--review``.
         say: Where the progress of loading goes.
         checkpointer: Passed to :func:`create_searchain_graph`.
         max_batch_size: Local models: calls decoded together.
@@ -222,6 +226,7 @@ def build_graph(
         confidence_threshold=args.threshold,
         task=task,
         demonstrations=args.demonstrations or "instruction",
+        continuation=args.continuation or "fresh",
         is_duplicate=args.duplicates,
         checkpointer=checkpointer,
         review=bool(getattr(args, "review", False)),

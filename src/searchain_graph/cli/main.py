@@ -27,7 +27,7 @@ from searchain_graph.cli.serve import run_model_dir, run_serve, run_serve_index
 from searchain_graph.ir.readers import DEFAULT_READER
 from searchain_graph.llms.onnx_genai import BACKENDS
 from searchain_graph.llms.servers import describe_llm_failure
-from searchain_graph.method.context import TASKS
+from searchain_graph.method.context import CONTINUATIONS, TASKS
 from searchain_graph.method.layouts import DEMONSTRATION_LAYOUTS
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -182,6 +182,13 @@ def _add_method_options(parser: argparse.ArgumentParser, who: str = "", note: st
         default=None,
         help=f"{who}where the prompts' worked examples go: inside the instruction (the paper's layout, default) "
         f"or as earlier chat turns{note}",
+    )
+    parser.add_argument(
+        "--continuation",
+        choices=CONTINUATIONS,
+        default=None,
+        help=f"{who}how a later round's reply begins: fresh (the paper's, default) or path (begun with the verified "
+        f"Query/Answer pairs, the corrected node last, for a local LLM to continue){note}",
     )
     parser.add_argument(
         "--duplicates",

@@ -153,8 +153,9 @@ def _table1(hotpotqa: float, musique: float, wiki: float, strategyqa: float) -> 
 
 
 # -- the records ---------------------------------------------------------------------------------------
-SEARCHAIN_OPTIONS = ("demonstrations", "is_duplicate")
-"""What ``searchain eval`` may set on SearChain and its ablations (``--demonstrations``, ``--duplicates``)."""
+SEARCHAIN_OPTIONS = ("demonstrations", "is_duplicate", "continuation")
+"""What ``searchain eval`` may set on SearChain and its ablations (``--demonstrations``, ``--duplicates``,
+``--continuation``)."""
 
 _SPECS = (
     MethodSpec(

@@ -70,7 +70,9 @@ class TransformersChatModel(BaseChatModel):
 
     Generation is greedy (deterministic), so runs are reproducible. By default calls are
     serialised with a lock: one model, one sequence at a time. ``max_batch_size`` > 1 lets
-    concurrent calls decode together instead.
+    concurrent calls decode together instead. A conversation that ends with an assistant message
+    is that reply begun: the model continues it (``continue_final_message``), and the reply holds
+    only what it added.
 
     Args:
         model_path: A local directory, a hub name, or the directory holding ``gguf_file``.
@@ -331,7 +333,11 @@ class TransformersChatModel(BaseChatModel):
         )
 
     def _encode(self, chat: list[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> list[int]:
-        inputs = self._tokenizer.apply_chat_template(chat, tools=tools, add_generation_prompt=True, return_dict=True)
+        # A conversation that ends with an assistant turn is that turn begun: the model continues it.
+        begun = bool(chat) and chat[-1].get("role") == "assistant"
+        inputs = self._tokenizer.apply_chat_template(
+            chat, tools=tools, add_generation_prompt=not begun, continue_final_message=begun, return_dict=True
+        )
         return list(inputs["input_ids"])
 
 

@@ -25,6 +25,18 @@ Task = Literal["multihop", "yesno", "fact", "longform", "slot_filling"]
 
 TASKS: tuple[str, ...] = ("multihop", "yesno", "fact", "longform", "slot_filling")
 
+CONTINUATIONS: tuple[str, ...] = ("fresh", "path")
+"""How a later round's reply begins, after IR's feedback.
+
+* ``"fresh"``: the paper's. The LLM answers the correction or completion prompt with a new reply,
+  which may restart the chain at ``[Query 1]``, and may repeat the node IR changed with the answer
+  IR rejected (a take-back: Qwen2.5-Coder-1.5B did so on 13-25 of 100 questions per dataset).
+* ``"path"``: the reply is begun for the LLM with the verified ``[Query i]``/``[Answer i]`` pairs
+  (*R*, the tracing's pairs), the node IR corrected or completed last with IR's answer, and the LLM
+  continues it from the next node. Needs a chat model that continues a final assistant message:
+  the local models do (``continue_final_message``); an OpenAI-compatible server may not.
+"""
+
 TASK_ALIASES: dict[str, str] = {
     "multi-hop": "multihop",
     "multihop_qa": "multihop",
@@ -93,6 +105,10 @@ class SearChainSettings:
     """Where the prompts' worked examples go: ``"instruction"`` (the paper's: inside the one user
     message) or ``"turns"`` (as earlier turns of the chat); see
     :data:`~searchain_graph.method.layouts.DEMONSTRATION_LAYOUTS`."""
+    continuation: str = "fresh"
+    """How a later round's reply begins: ``"fresh"`` (the paper's: after the feedback the LLM writes
+    its reply from nothing) or ``"path"`` (the reply is begun with the verified pairs, *R*, the node
+    fed back last, and the LLM continues it); see :data:`CONTINUATIONS`."""
 
     def __post_init__(self) -> None:
         for name in ("max_rounds", "max_question_chars"):
@@ -113,6 +129,8 @@ class SearChainSettings:
             raise ValueError(f"task must be a string, got {self.task!r}")
         object.__setattr__(self, "task", normalize_task(self.task))
         check_layout(self.demonstrations)
+        if self.continuation not in CONTINUATIONS:
+            raise ValueError(f"continuation must be one of {', '.join(CONTINUATIONS)}, got {self.continuation!r}")
 
 
 @dataclass(kw_only=True)
@@ -165,6 +183,13 @@ class SearChainContext:
         metadata={
             "description": "Where the prompts' worked examples go: 'instruction' (the paper's layout) or "
             "'turns' (earlier turns of the chat)."
+        },
+    )
+    continuation: str | None = field(
+        default=None,
+        metadata={
+            "description": "How a later round's reply begins: 'fresh' (the paper's) or 'path' (begun with the "
+            "verified Query/Answer pairs, the corrected node last, for the LLM to continue)."
         },
     )
 

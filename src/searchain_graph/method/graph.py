@@ -123,6 +123,7 @@ def create_searchain_graph(
     verify_yes_no: bool | None = None,
     is_duplicate: QueryMatcher | Literal["text", "meaning"] | None = None,
     demonstrations: str = "instruction",
+    continuation: str = "fresh",
     max_question_chars: int = 2000,
     retry_policy: RetryPolicy | None = DEFAULT_RETRY_POLICY,
     step_timeout: float | None = None,
@@ -171,6 +172,11 @@ def create_searchain_graph(
         demonstrations: Where the prompts' worked examples go: ``"instruction"`` (the paper's
             layout: inside the one user message) or ``"turns"`` (the same words as earlier turns
             of the chat, which a small model copies less; see ``docs/method.md``).
+        continuation: How a later round's reply begins: ``"fresh"`` (the paper's: the LLM replies to
+            the feedback from nothing) or ``"path"`` (the reply is begun with the verified
+            ``[Query i]``/``[Answer i]`` pairs, the node IR changed last with IR's answer, and the
+            LLM continues it; needs a chat model that continues a final assistant message, as the
+            local models do). See :data:`~searchain_graph.method.context.CONTINUATIONS`.
         max_question_chars: Longer questions raise :class:`InvalidQuestionError`.
         retry_policy: Retry policy for the nodes that call the LLM, retriever or reader
             (:data:`DEFAULT_RETRY_POLICY`: transient errors retried twice with backoff; None: no
@@ -229,6 +235,7 @@ def create_searchain_graph(
         completion=completion,
         max_question_chars=max_question_chars,
         demonstrations=demonstrations,
+        continuation=continuation,
     )
     confidence_threshold = defaults.confidence_threshold
     logger.info("SearChain θ = %g (%s)", confidence_threshold, source)

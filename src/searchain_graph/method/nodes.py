@@ -13,6 +13,8 @@ them, sync or async, and writes the round, the cost and the start of a run.
 * :meth:`SearChainSteps.coq_generation` is ``ChainGenerate(Q, F)`` (Section 3.2): the LLM writes
   a whole Chain-of-Query; after feedback it continues the conversation, so the new chain is a new
   branch of the Tree-of-Reasoning *T* rooted at the node IR fed back (``T.AddChild(CoQ)``).
+  With ``continuation="path"`` a later round's reply is begun with the verified pairs
+  (:func:`verified_pairs`) as an assistant message, and the LLM continues it (:func:`continued`).
 * :meth:`SearChainSteps.ir_check` is ``Traverse(CoQ)`` with ``IR(q_i, a_i)`` (Section 3.3): the
   top-1 passage is retrieved for every query not yet in *M*, the reader extracts *g* and *f* for
   all of them in one batch, and the nodes are judged in order (:func:`~.verdict.ir_verdict`). Each
@@ -31,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableLambda
 from langgraph.types import Command, interrupt
 
@@ -121,8 +123,12 @@ class SearChainSteps:
         else:
             opening = []
             sent = to_messages(state.get("messages") or [])
+        begun = verified_pairs(state.get("references") or []) if rnd > 1 and settings.continuation == "path" else ""
+        if begun:
+            sent.append(AIMessage(content=begun))
         raw = yield Generate.prompt(sent)
-        parsed = parse_chain(raw)
+        text = continued(begun, raw)
+        parsed = parse_chain(text)
         warnings = [f"round {rnd}: {w}" for w in parsed.warnings]
         nodes = settle_nodes(
             parsed.nodes,
@@ -137,10 +143,12 @@ class SearChainSteps:
             "parent": {"round": rnd - 1, "node": fb["node"], "query": fb["query"], "kind": fb["kind"]} if fb else None,
             "nodes": nodes.nodes,
             "final_content": parsed.final_content,
-            "raw": str(raw),
+            "raw": text,
             "checks": [],
         }
-        said = {"role": "assistant", "content": str(raw)}
+        if begun:
+            branch["begun"] = begun
+        said = {"role": "assistant", "content": text}
         messages = [*opening, said]
         return {"messages": messages, "tree": [branch], "chain": nodes.nodes, "warnings": warnings}
 
@@ -291,11 +299,33 @@ class SearChainSteps:
         path = state.get("references") or []
         reply: str | None = None
         if path:
-            pairs = "\n".join(TRACING_PAIR.format(index=r["index"], query=r["query"], answer=r["answer"]) for r in path)
+            pairs = verified_pairs(path)
             asked = task_question(state["question"], settings.task)
             turns = tracing_turns(asked, pairs, settings.demonstrations)
             reply = yield Generate.prompt(to_messages(turn_dicts(turns)))
         return final_content(state, settings.task, reply)
+
+
+def verified_pairs(path: Sequence[Reference]) -> str:
+    """*R* as ``[Query i]``/``[Answer i]`` pairs in path order: the tracing's pairs.
+
+    With ``continuation="path"`` they also begin a later round's reply, the node IR just corrected
+    or completed last, with IR's answer.
+    """
+    return "\n".join(TRACING_PAIR.format(index=r["index"], query=r["query"], answer=r["answer"]) for r in path)
+
+
+def continued(begun: str, reply: str) -> str:
+    """The whole reply of a round: what the method began (``begun``, maybe empty) and the LLM's continuation.
+
+    A continuation that opens a new node (``[Query ...``) goes on a new line; one that goes on with
+    the last answer's words (a completion's answer left for the LLM) is joined to it.
+    """
+    if not begun:
+        return str(reply)
+    if reply.lstrip(" ").startswith("[") or not reply.strip():
+        return f"{begun}\n{reply.lstrip(' ')}" if not reply.startswith("\n") else begun + reply
+    return begun + reply
 
 
 def _top_passages(

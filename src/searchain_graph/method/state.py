@@ -136,7 +136,10 @@ class Branch(TypedDict):
     nodes: list[ChainNode]
     final_content: str | None
     raw: str
-    """The LLM's raw text for this branch."""
+    """The LLM's raw text for this branch (with ``begun`` at its start, when the method began it)."""
+    begun: NotRequired[str]
+    """What the method wrote at the start of this branch's reply for the LLM to continue
+    (``continuation="path"``: the verified pairs); absent when the LLM wrote all of ``raw``."""
     checks: list[Check]
     """IR's decision on each node of this branch (empty until ``ir_check`` has run)."""
 
