@@ -325,6 +325,40 @@ def test_cli_eval_exits_non_zero_when_every_run_failed(tmp_path: Path, capsys: p
     assert "2 run(s), 0 already" in capsys.readouterr().out
 
 
+def test_cli_eval_skips_questions_but_keeps_their_paragraphs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--skip 1 --limit 1`` runs the second question only, over the corpus of all three (dev questions
+    taken after the evaluation's, with the evaluation's corpus)."""
+    from searchain_graph.cli import commands, main
+
+    corpora: list[int] = []
+    load_stack = commands.load_stack
+
+    def counting(args: Any, **kwargs: Any) -> Any:
+        corpora.append(len(kwargs["documents"]))
+        return load_stack(args, **kwargs)
+
+    monkeypatch.setattr(commands, "load_stack", counting)
+
+    one = json.loads(write_hotpot_file(tmp_path / "one.jsonl", "x").read_text())
+    # Each question brings one paragraph of its own; the skipped question's is the one the second needs.
+    rows = []
+    for n, qid in enumerate(["d1", "d2", "d3"]):
+        row = {**one, "question_id": qid, "contexts": [one["contexts"][n]]}
+        rows.append(row)
+    data = tmp_path / "three.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "skipped.jsonl"
+    args = ["eval", "--dataset", "hotpotqa", "--data", str(data), "--methods", "direct_retrieval", "--out", str(out)]
+    args += ["--model", "import:tests.fakes:serve_llm", "--reader", "llm", "--quiet"]
+    assert main([*args, "--skip", "1", "--limit", "1"]) == 0
+    assert corpora == [3]  # the skipped questions' paragraphs too
+    assert [r["qid"] for r in read_records(out)] == ["d2"]
+    assert main([*args, "--skip", "-1", "--quiet"]) == 2
+    assert "--skip must be at least 0, got -1" in capsys.readouterr().err
+
+
 def test_pairs_timed_beside_other_work_can_be_run_again(tmp_path: Path) -> None:
     out = tmp_path / "results.jsonl"
     kwargs: dict[str, Any] = {"llm": chain_llm(), "retriever": retriever(), "reader": ScriptedReader(CONFIDENT)}

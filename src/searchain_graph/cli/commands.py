@@ -82,6 +82,9 @@ def run_eval(args: argparse.Namespace) -> int:
         paragraphs = corpus_paragraphs(examples)  # the open-domain corpus: all questions' paragraphs
         if not paragraphs:
             raise ValueError(f"{args.data} carries no paragraphs: pass --index DIR or --corpus FILE")
+    if args.skip < 0:
+        raise ValueError(f"--skip must be at least 0, got {args.skip}")
+    examples = examples[args.skip :]  # the corpus keeps every question's paragraphs
     if args.limit is not None:
         examples = examples[: args.limit]
     if args.batch_size < 1:

@@ -313,7 +313,10 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="NAME[,NAME...]",
         help="comma-separated methods, or all (default); the methods are listed below",
     )
-    ev.add_argument("--limit", type=int, default=None, help="first N questions")
+    ev.add_argument(
+        "--skip", type=int, default=0, help="leave out the first N questions (before --limit; their paragraphs stay)"
+    )
+    ev.add_argument("--limit", type=int, default=None, help="first N questions (after --skip)")
     ev.add_argument(
         "--index",
         default=None,
