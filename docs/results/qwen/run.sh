@@ -27,6 +27,9 @@ searchain eval --dataset strategyqa --data "$D/strategyqa/strategyqa.sample100.j
 searchain eval --dataset hotpotqa --data "$D/hotpotqa/ircot_dev_subsampled.first200.jsonl" \
   --methods self_ask,searchain_no_verification,searchain_no_completion --out "$OUT/hotpotqa.jsonl" "${COMMON[@]}"
 
+# Two comparisons the runs asked for (CoT at 512 tokens; continuation="path" on dev questions): run_more.sh.
+bash docs/results/qwen/run_more.sh
+
 # 2Wiki last: its run is complete and its report committed, but its records stay out of the repository
 # (runs/ does not outlive a machine), so on a new machine this step runs it again from nothing. Greedy
 # decoding gives the same predictions (checked on 32 pairs run twice); only the seconds change.
