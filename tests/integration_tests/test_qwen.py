@@ -62,3 +62,17 @@ def test_no_round_prefills_the_earlier_rounds_again(run: tuple[dict[str, Any], A
     if out["rounds"] > 1:  # round r's prompt is round r-1's conversation and the feedback
         reused = stats.per_call_reuse[1 : out["rounds"]]
         assert all(n > 0 for n in reused), stats.per_call_reuse
+
+
+def test_the_1_5b_continues_a_reply_begun_for_it(run: tuple[dict[str, Any], Any, BM25Retriever]) -> None:
+    """``continuation="path"``: a final assistant message is continued, not answered by a new turn."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    _, llm, _ = run
+    ask = 'Construct a reasoning chain of [Query i] and [Answer i] pairs for the [Question]: "Where was the '
+    ask += 'performer of Spirit If... born?"'
+    begun = "[Query 1]: Who is the performer of Spirit If...?\n[Answer 1]: Kevin Drew"
+    reply = llm.invoke([HumanMessage(ask), AIMessage(begun)], max_new_tokens=24).text
+    # Seen on the int4 path: "\n[Query 2]: Where was Kevin Drew born?\n[Answer 2]: ..." (the next node).
+    assert "[Query 1]" not in reply, reply
+    assert "[Query 2]" in reply or "Kevin Drew" in reply, reply
