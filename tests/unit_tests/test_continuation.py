@@ -1,6 +1,6 @@
 """``continuation="path"``: a later round's reply begun with the verified pairs, for the LLM to continue.
 
-The take-back it answers, as Qwen2.5-Coder-1.5B showed it (HotpotQA, MuSiQue, 2Wiki: 13-25 of 100
+The take-back it answers, as Qwen2.5-Coder-1.5B showed it (HotpotQA, MuSiQue, 2Wiki, StrategyQA: 10-25 of 100
 questions): IR corrects node 2 (Montreal -> Toronto), and the LLM's next reply writes the whole chain
 again, node 2 with the answer IR rejected. Begun with "[Query 2]: ... [Answer 2]: Toronto", the
 reply can only go on from the corrected node.
@@ -105,7 +105,7 @@ def test_the_setting_is_checked_and_a_run_can_choose_it() -> None:
         ("[Query 3]: q", "B\n[Query 3]: q"),  # a new node goes on a new line
         (" [Final Content]: x [1].", "B\n[Final Content]: x [1]."),
         (" in 1990.\n[Query 3]: q", "B in 1990.\n[Query 3]: q"),  # the last answer's own words go on
-        ("", "B\n"),
+        ("", "B"),  # nothing added: the reply is what was begun
     ],
 )
 def test_a_continuation_joins_the_begun_text(reply: str, whole: str) -> None:

@@ -30,7 +30,7 @@ CONTINUATIONS: tuple[str, ...] = ("fresh", "path")
 
 * ``"fresh"``: the paper's. The LLM answers the correction or completion prompt with a new reply,
   which may restart the chain at ``[Query 1]``, and may repeat the node IR changed with the answer
-  IR rejected (a take-back: Qwen2.5-Coder-1.5B did so on 13-25 of 100 questions per dataset).
+  IR rejected (a take-back: Qwen2.5-Coder-1.5B did so on 10-25 of 100 questions per dataset).
 * ``"path"``: the reply is begun for the LLM with the verified ``[Query i]``/``[Answer i]`` pairs
   (*R*, the tracing's pairs), the node IR corrected or completed last with IR's answer, and the LLM
   continues it from the next node. Needs a chat model that continues a final assistant message:

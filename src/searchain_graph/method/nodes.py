@@ -323,9 +323,8 @@ def continued(begun: str, reply: str) -> str:
     """
     if not begun:
         return str(reply)
-    if reply.lstrip(" ").startswith("[") or not reply.strip():
-        return f"{begun}\n{reply.lstrip(' ')}" if not reply.startswith("\n") else begun + reply
-    return begun + reply
+    head = reply.lstrip(" ")
+    return f"{begun}\n{head}" if head.startswith("[") else begun + reply
 
 
 def _top_passages(

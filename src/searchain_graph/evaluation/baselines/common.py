@@ -45,12 +45,12 @@ __all__ = [
     "final_answer",
     "merge_passages",
     "reasoning_steps",
-    "states_answer",
     "render_examples",
     "render_paragraph",
     "render_paragraphs",
     "self_ask_example",
     "split_sentences",
+    "states_answer",
 ]
 
 
