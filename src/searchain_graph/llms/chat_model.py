@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -108,6 +108,8 @@ class TransformersChatModel(BaseChatModel):
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+    continues_final_message: ClassVar[bool] = True
+    """A final assistant message is continued (Self-Ask's transcript, SearChain's ``continuation="path"``)."""
 
     model_path: str
     gguf_file: str | None = None

@@ -6,6 +6,12 @@ its top-1 retrieved passage (``follow_up``): with the reader's *g* when a reader
 used), otherwise by the LLM reading that passage
 (:data:`~searchain_graph.evaluation.baselines.prompts.SELF_ASK_READ_PROMPT`), their snippet
 fallback. After ``max_steps`` follow-ups the model is told to answer.
+
+Press et al. prompt a completion model: the search engine's answer is written into the model's own
+text, which it continues. A chat model can take it that way when it continues a final assistant
+message (``transcript``: the local models do); otherwise each answer comes back in a user turn.
+Qwen2.5-Coder-1.5B, given the answer in a user turn, ended with it as the final answer after one
+follow-up on every HotpotQA question; continuing its own transcript, it asked the next one.
 """
 
 from __future__ import annotations
@@ -58,6 +64,8 @@ _FINAL = re.compile(r"final\s+answer\s*(?:is|:)", re.IGNORECASE)
 _INTERMEDIATE = re.compile(r"intermediate\s+answer\s*:", re.IGNORECASE)
 _NEEDED = re.compile(r"^\s*(?:are\s+follow\s+up\s+questions\s+needed\s+here\s*:)?\s*(?:yes|no)\b\.?", re.IGNORECASE)
 _SELF_ASK_STOP = ["Intermediate answer:"]
+_FORCED = "So the final answer is:"
+"""How a transcript is begun after the last allowed follow-up: the model writes only the answer."""
 
 
 def create_self_ask_graph(
@@ -71,13 +79,15 @@ def create_self_ask_graph(
     retry_policy: RetryPolicy | None = None,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     name: str = "self_ask",
+    transcript: bool | None = None,
 ) -> BaselineGraph:
     """Self-Ask with a search engine (Press et al., 2023).
 
     The LLM writes "Are follow up questions needed here: Yes. Follow up: ..." (generation
     stops at "Intermediate answer:", and anything after it is cut); the follow-up is answered
-    from its top-1 retrieved passage and returned as "Intermediate answer: ...", in a chat
-    turn, until the model writes "So the final answer is: ...". A follow-up is answered:
+    from its top-1 retrieved passage and returned as "Intermediate answer: ...", until the model
+    writes "So the final answer is: ...". The answer is returned in the model's own reply, which it
+    continues (``transcript``), or in a chat turn. A follow-up is answered:
 
     * by the reader's *g*, when ``reader`` is given and *g* is non-empty (the analogue of the
       search engine's answer box that Press et al. used);
@@ -100,6 +110,10 @@ def create_self_ask_graph(
         retry_policy: Retry policy for the nodes that call the LLM, retriever or reader.
         checkpointer: Passed to ``compile``; the state is msgpack-serialisable.
         name: The graph's run name in traces.
+        transcript: Write each intermediate answer into the model's reply and let it continue
+            that reply (one growing assistant message, as Press et al.'s completion prompt), rather
+            than send it as a user turn. ``None``: when the chat model continues a final assistant
+            message (its ``continues_final_message``; the local models do), else turns.
 
     Returns:
         A compiled graph: input ``{"question": str}``, output :class:`MethodOutput` with
@@ -109,6 +123,8 @@ def create_self_ask_graph(
     if max_steps < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
     settings = BaselineSettings(task, max_question_chars)
+    if transcript is None:
+        transcript = bool(getattr(llm, "continues_final_message", False))
     driver = baseline_driver(name, llm, settings, retriever=retriever, reader=reader, messages=[], steps=[], query=None)
 
     def prompt(question: str) -> str:
@@ -118,9 +134,23 @@ def create_self_ask_graph(
             question=question,
         )
 
-    def transcript(steps: Sequence[dict[str, Any]], last: str) -> str:
+    def transcript_of(steps: Sequence[dict[str, Any]], last: str) -> str:
         lines = [SELF_ASK_STEP.format(question=s["question"], answer=s["answer"]) for s in steps]
         return "\n".join([*lines, last]).strip()
+
+    def said(messages: list[dict[str, str]], reply: str) -> list[dict[str, str]]:
+        """The conversation with the model's reply: a new assistant turn, or (``transcript``) the one it continued."""
+        if transcript and messages[-1]["role"] == "assistant":
+            return [*messages[:-1], {"role": "assistant", "content": messages[-1]["content"] + reply}]
+        return [*messages, {"role": "assistant", "content": reply}]
+
+    def answered(messages: list[dict[str, str]], answer: str, last: bool) -> list[dict[str, str]]:
+        """The conversation with a follow-up's answer: a user turn, or (``transcript``) the model's reply begun anew."""
+        if not transcript:
+            template = SELF_ASK_FORCE_FINAL if last else SELF_ASK_INTERMEDIATE
+            return [*messages, {"role": "user", "content": template.format(answer=answer)}]
+        written = "\n" + SELF_ASK_INTERMEDIATE.format(answer=answer) + "\n" + (_FORCED if last else "")
+        return [*messages[:-1], {"role": "assistant", "content": messages[-1]["content"] + written}]
 
     def generation(state: MethodState, settings: BaselineSettings) -> StepBody:
         # A new run (the driver reset ``messages``) opens the conversation with the prompt.
@@ -130,6 +160,8 @@ def create_self_ask_graph(
         steps = list(state.get("steps") or [])
         # ``rounds`` counts the follow-ups answered; this call works towards the next one.
         text = yield Generate.prompt(to_messages(messages), stop=_SELF_ASK_STOP, round=len(steps) + 1)
+        if transcript and messages[-1]["content"].endswith(_FORCED):
+            text = _FORCED + text  # the transcript was begun with "So the final answer is:"
         warnings = list(state["warnings"])
         cut = _INTERMEDIATE.search(text)
         if cut:
@@ -142,7 +174,7 @@ def create_self_ask_graph(
                 reply = text[: follow_up.end()].strip()
                 return {
                     "rounds": len(steps),
-                    "messages": messages + [{"role": "assistant", "content": reply}],
+                    "messages": said(messages, reply),
                     "query": query,
                     "warnings": warnings,
                 }
@@ -156,8 +188,8 @@ def create_self_ask_graph(
             **finish(answer_text, warnings, settings.task),
             "rounds": len(steps),
             "query": None,
-            "final_content": transcript(steps, reply),
-            "messages": messages + [{"role": "assistant", "content": reply}],
+            "final_content": transcript_of(steps, reply),
+            "messages": said(messages, reply),
         }
 
     def follow_up(state: MethodState, settings: BaselineSettings) -> StepBody:
@@ -179,14 +211,12 @@ def create_self_ask_graph(
             answer = final_answer(text, "multihop") or "unknown"
         answer = " ".join(answer.split())
         steps.append({"question": query, "answer": answer, "source": source, "document": doc})
-        template = SELF_ASK_FORCE_FINAL if len(steps) >= max_steps else SELF_ASK_INTERMEDIATE
         return {
             "steps": steps,
             "query": None,
             "passages": merge_passages(state["passages"], [doc] if doc else []),
             "warnings": warnings,
-            "messages": list(state.get("messages") or [])
-            + [{"role": "user", "content": template.format(answer=answer)}],
+            "messages": answered(list(state.get("messages") or []), answer, len(steps) >= max_steps),
         }
 
     def route(state: MethodState) -> Literal["follow_up", "__end__"]:
