@@ -377,3 +377,24 @@ def test_pairs_timed_beside_other_work_can_be_run_again(tmp_path: Path) -> None:
     assert sorted(map(json.dumps, again.records)) == sorted(map(json.dumps, lines[1:]))
     assert "beside other work" in render_report([busy, quiet])
     assert "beside other work" not in render_report(lines) or contended(lines[-1])  # this machine may be busy
+
+
+def test_report_sets_two_settings_of_one_method_side_by_side(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``searchain report fresh.jsonl path=other.jsonl``: the second file's methods as ``method@path``."""
+    from searchain_graph.cli import main
+
+    fresh, other = tmp_path / "fresh.jsonl", tmp_path / "other.jsonl"
+    kwargs: dict[str, Any] = {"llm": chain_llm(), "retriever": retriever(), "reader": ScriptedReader(CONFIDENT)}
+    run_evaluation([example("q1"), example("q2")], ["searchain"], out_path=fresh, **kwargs)
+    run_evaluation([example("q1"), example("q2")], ["searchain"], out_path=other, **kwargs)
+    out = tmp_path / "rep"
+    assert main(["report", str(fresh), f"path={other}", "--out", str(out)]) == 0
+    report = (out / "report.md").read_text()
+    assert "| searchain@path |" in report  # Table 1's row for the labelled file
+    assert "| searchain@path | 2 | +0.0 |" in report.replace("| hotpotqa ", "")  # paired against searchain
+    capsys.readouterr()
+    for bad in (f"={other}", f"a@b={other}", f"path={tmp_path / 'missing.jsonl'}"):
+        assert main(["report", str(fresh), bad, "--out", str(out)]) == 2
+        assert "a results argument is FILE or LABEL=FILE" in capsys.readouterr().err

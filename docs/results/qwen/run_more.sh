@@ -30,3 +30,5 @@ for n in 10 20 30 40 50 60 70 80 85; do
   searchain eval --dataset hotpotqa --data "$HOTPOT" --skip 115 --limit "$n" --methods searchain \
     --continuation path --out "$OUT/dev/continuation-path.jsonl" "${COMMON[@]}"
 done
+searchain report "$OUT/dev/continuation-fresh.jsonl" "path=$OUT/dev/continuation-path.jsonl" \
+  --out "$OUT/dev/continuation-report" --title "continuation: fresh (searchain) against path (searchain@path), HotpotQA dev 116-200"

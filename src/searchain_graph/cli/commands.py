@@ -167,7 +167,7 @@ def run_report(args: argparse.Namespace) -> int:
     from searchain_graph.evaluation.harness import read_records, with_gold
     from searchain_graph.evaluation.report import write_report
 
-    records = [r for path in args.results for r in read_records(path)]
+    records = [r for spec in args.results for r in labelled_records(spec, read_records)]
     if not records:
         raise ValueError(f"no records in {', '.join(args.results)}")
     for spec in args.data:  # DATASET=FILE: the gold fields records written before them lack
@@ -178,6 +178,25 @@ def run_report(args: argparse.Namespace) -> int:
     for path in write_report(records, args.out, title=args.title):
         print(path)
     return 0
+
+
+def labelled_records(spec: str, read: Callable[[str], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The records of a ``searchain report`` argument: ``FILE``, or ``LABEL=FILE``.
+
+    A label names a configuration: its records' methods become ``method@LABEL`` ("searchain@path"),
+    so that two files of one method (a dev comparison of two settings) stand side by side in one
+    report, and the paired differences set each against ``searchain``. A file whose own name holds
+    "=" is read as a file.
+
+    Raises:
+        ValueError: the label is empty or holds "@", or the file is missing.
+    """
+    label, sep, path = spec.partition("=")
+    if not sep or Path(spec).exists():
+        return read(spec)
+    if not label or "@" in label or not Path(path).is_file():
+        raise ValueError(f"a results argument is FILE or LABEL=FILE (a label without '@'), got {spec!r}")
+    return [{**r, "method": f"{r['method']}@{label}"} for r in read(path)]
 
 
 def _print_result(out: dict[str, Any], seconds: float) -> None:

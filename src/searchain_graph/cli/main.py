@@ -354,7 +354,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     rep = sub.add_parser("report", help="write the Markdown report and plots for results files")
-    rep.add_argument("results", nargs="+", metavar="FILE", help="results JSONL files from `searchain eval`")
+    rep.add_argument(
+        "results",
+        nargs="+",
+        metavar="[LABEL=]FILE",
+        help="results JSONL files from `searchain eval`; LABEL=FILE reports its methods as method@LABEL",
+    )
     rep.add_argument("--out", required=True, metavar="DIR", help="report directory")
     rep.add_argument("--title", default="SearChain evaluation")
     rep.add_argument(
