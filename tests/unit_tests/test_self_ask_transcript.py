@@ -4,7 +4,7 @@ The fixtures are Qwen2.5-Coder-1.5B-Instruct's replies (int4, greedy) to the Sel
 issue's "Kiss and Tell" question, after its first follow-up was answered "Shirley Temple":
 
 * in a user turn ("Intermediate answer: Shirley Temple"), it ended: "So the final answer is: Shirley
-  Temple" (the first hop's answer; so it did on every HotpotQA question of the evaluation);
+  Temple" (the first hop's answer; so it did on each of the 9 HotpotQA questions run so);
 * continuing its own reply, it asked the next hop: "Follow up: What was Shirley Temple's role in
   Kiss and Tell?".
 """

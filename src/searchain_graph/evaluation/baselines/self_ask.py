@@ -11,7 +11,8 @@ Press et al. prompt a completion model: the search engine's answer is written in
 text, which it continues. A chat model can take it that way when it continues a final assistant
 message (``transcript``: the local models do); otherwise each answer comes back in a user turn.
 Qwen2.5-Coder-1.5B, given the answer in a user turn, ended with it as the final answer after one
-follow-up on every HotpotQA question; continuing its own transcript, it asked the next one.
+follow-up on each of the 9 HotpotQA questions it was run on; continuing its own transcript, it asked the
+next one.
 """
 
 from __future__ import annotations
