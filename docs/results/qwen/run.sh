@@ -25,7 +25,10 @@ searchain eval --dataset strategyqa --data "$D/strategyqa/strategyqa.sample100.j
   --corpus "$D/strategyqa/wikipedia_paragraphs.jsonl" \
   --methods searchain,searchain_no_ir,cot --out "$OUT/strategyqa.jsonl" "${COMMON[@]}"
 searchain eval --dataset hotpotqa --data "$D/hotpotqa/ircot_dev_subsampled.first200.jsonl" \
-  --methods self_ask,searchain_no_verification,searchain_no_completion --out "$OUT/hotpotqa.jsonl" "${COMMON[@]}"
+  --methods self_ask,searchain_no_verification,searchain_no_completion --out "$OUT/hotpotqa.jsonl" "${COMMON[@]}" \
+  --report runs/qwen/hotpotqa-extras-report
+# An eval's report covers the methods it ran; HotpotQA's report covers all eight.
+searchain report "$OUT/hotpotqa.jsonl" --out "$OUT/hotpotqa-report"
 
 # Two comparisons the runs asked for (CoT at 512 tokens; continuation="path" on dev questions): run_more.sh.
 bash docs/results/qwen/run_more.sh
