@@ -12,6 +12,7 @@ converts the model (about four minutes on two cores), later runs load it from th
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -24,22 +25,27 @@ from searchain_graph.method.parsing import citations
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
+Run = tuple[dict[str, Any], Any, BM25Retriever, Any]
+"""The run's output, the model, the retriever and the model's decoder statistics just after the run."""
+
 QUESTION = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
 
 
 @pytest.fixture(scope="module")
-def run() -> tuple[dict[str, Any], Any, BM25Retriever]:
+def run() -> Run:
     try:
         llm = TransformersChatModel.from_packaged("qwen2.5-coder-1.5b", max_new_tokens=256).load()
     except FileNotFoundError as exc:  # pragma: no cover - CI installs the parts
         pytest.skip(str(exc))
     retriever = BM25Retriever.from_files(ROOT / "examples/data/hotpotqa_dev200_paragraphs.jsonl", k=1)
     graph = create_searchain_graph(llm, retriever, BundledReader(), max_rounds=3)
-    return graph.invoke({"question": QUESTION}), llm, retriever
+    out = graph.invoke({"question": QUESTION})
+    # The run's own decoder statistics, taken now: other tests of this module call the model again.
+    return out, llm, retriever, copy.deepcopy(llm._genai.stats)
 
 
-def test_the_1_5b_writes_a_chain_that_ir_checks_and_cites_it(run: tuple[dict[str, Any], Any, BM25Retriever]) -> None:
-    out, llm, retriever = run
+def test_the_1_5b_writes_a_chain_that_ir_checks_and_cites_it(run: Run) -> None:
+    out, llm, retriever, _ = run
     assert llm.model_name == "Qwen2.5-Coder-1.5B-Instruct" and llm.backend == "onnx-int4"
     first = out["tree"][0]
     assert first["nodes"], "the 1.5B writes [Query i] nodes (SmolLM2's chains often have none)"
@@ -55,20 +61,19 @@ def test_the_1_5b_writes_a_chain_that_ir_checks_and_cites_it(run: tuple[dict[str
     json.dumps(out)
 
 
-def test_no_round_prefills_the_earlier_rounds_again(run: tuple[dict[str, Any], Any, BM25Retriever]) -> None:
-    out, llm, _ = run
-    stats = llm._genai.stats
+def test_no_round_prefills_the_earlier_rounds_again(run: Run) -> None:
+    out, _, _, stats = run
     assert stats.calls == out["usage"]["llm_calls"]
     if out["rounds"] > 1:  # round r's prompt is round r-1's conversation and the feedback
         reused = stats.per_call_reuse[1 : out["rounds"]]
         assert all(n > 0 for n in reused), stats.per_call_reuse
 
 
-def test_the_1_5b_continues_a_reply_begun_for_it(run: tuple[dict[str, Any], Any, BM25Retriever]) -> None:
+def test_the_1_5b_continues_a_reply_begun_for_it(run: Run) -> None:
     """``continuation="path"``: a final assistant message is continued, not answered by a new turn."""
     from langchain_core.messages import AIMessage, HumanMessage
 
-    _, llm, _ = run
+    _, llm, _, _ = run
     ask = 'Construct a reasoning chain of [Query i] and [Answer i] pairs for the [Question]: "Where was the '
     ask += 'performer of Spirit If... born?"'
     begun = "[Query 1]: Who is the performer of Spirit If...?\n[Answer 1]: Kevin Drew"
