@@ -18,7 +18,8 @@ OUT=docs/results/qwen
 COMMON=(--reader bundled --demonstrations turns --duplicates meaning --limit 100 --quiet --rerun-contended)
 
 searchain eval --dataset hotpotqa --data "$D/hotpotqa/ircot_dev_subsampled.first200.jsonl" \
-  --methods searchain,searchain_no_ir,ircot,direct_retrieval,cot --out "$OUT/hotpotqa.jsonl" "${COMMON[@]}"
+  --methods searchain,searchain_no_ir,ircot,direct_retrieval,cot --out "$OUT/hotpotqa.jsonl" "${COMMON[@]}" \
+  --report runs/qwen/hotpotqa-first-report  # HotpotQA's own report is written over all 8 methods below
 searchain eval --dataset musique --data "$D/musique/musique_ans_dev.sample100.jsonl" \
   --methods searchain,searchain_no_ir,ircot,direct_retrieval,cot --out "$OUT/musique.jsonl" "${COMMON[@]}"
 searchain eval --dataset strategyqa --data "$D/strategyqa/strategyqa.sample100.jsonl" \
