@@ -86,9 +86,12 @@ def test_a_retriever_without_a_cache_key_is_cached_only_within_its_graph() -> No
     RETRIEVED.clear()
     reader = ScriptedReader(CONFIDENT)
     graph = create_searchain_graph(correcting_llm(), CountingRetriever(), reader, cache=cache)
-    graph.invoke({"question": QUESTION})
-    graph.invoke({"question": QUESTION})
-    assert len(RETRIEVED) == 4
+    first = graph.invoke({"question": QUESTION})
+    after_first = list(RETRIEVED)
+    second = graph.invoke({"question": QUESTION})
+    # Seen once in CI (5 retrievals: round 1's third query twice), never in 300 repeats here: the
+    # message says which run retrieved again, for the next time.
+    assert len(RETRIEVED) == 4, (after_first, RETRIEVED, first["usage"], second["usage"])
     create_searchain_graph(correcting_llm(), CountingRetriever(), reader, cache=cache).invoke({"question": QUESTION})
     assert len(RETRIEVED) == 8
 
