@@ -325,6 +325,22 @@ def test_cli_eval_exits_non_zero_when_every_run_failed(tmp_path: Path, capsys: p
     assert "2 run(s), 0 already" in capsys.readouterr().out
 
 
+def test_cli_eval_reports_every_method_the_file_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A second eval that adds a method to a results file reports the first eval's methods too (on
+    the run's questions), so adding a method never leaves the report with only the new one."""
+    from searchain_graph.cli import main
+
+    data = write_hotpot_file(tmp_path / "hotpot.jsonl", "r1")
+    out, report = tmp_path / "results.jsonl", tmp_path / "report"
+    args = ["eval", "--dataset", "hotpotqa", "--data", str(data), "--out", str(out), "--report", str(report)]
+    args += ["--model", "import:tests.fakes:serve_llm", "--reader", "llm", "--quiet"]
+    assert main([*args, "--methods", "cot"]) == 0
+    assert main([*args, "--methods", "direct"]) == 0
+    assert "1 run(s), 0 already" in capsys.readouterr().out  # the second eval ran only its own method
+    text = (report / "report.md").read_text(encoding="utf-8")
+    assert "| cot |" in text and "| direct |" in text, text
+
+
 def test_cli_eval_skips_questions_but_keeps_their_paragraphs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -67,11 +67,14 @@ def run_index(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    """``searchain eval``: run methods on a dataset file, append the records, write the report."""
+    """``searchain eval``: run methods on a dataset file, append the records, write the report.
+
+    The report covers the run's questions and every method the results file holds for them.
+    """
     from tqdm.auto import tqdm
 
     from searchain_graph.evaluation.datasets import corpus_paragraphs, load_dataset
-    from searchain_graph.evaluation.harness import run_evaluation, with_gold
+    from searchain_graph.evaluation.harness import read_records, run_evaluation, with_gold
     from searchain_graph.evaluation.methods import parse_methods
     from searchain_graph.evaluation.report import write_report
 
@@ -137,7 +140,11 @@ def run_eval(args: argparse.Namespace) -> int:
             cache=_open_cache(args.cache),
         )
         bar.update(summary.skipped)
-    written = write_report(with_gold(summary.records, examples), args.report or out.parent / f"{out.stem}-report")
+    # The report covers every method the file holds for this run's questions, not only the methods
+    # run now: a run that adds methods to a file never leaves its report without the earlier ones.
+    asked = {ex["qid"] for ex in examples}
+    shown = [r for r in read_records(out) if r.get("qid") in asked]
+    written = write_report(with_gold(shown, examples), args.report or out.parent / f"{out.stem}-report")
     pages = sum(1 for p in written if p.suffix == ".md") - 1
     print(
         f"{summary.ran} run(s), {summary.skipped} already in {out}, {summary.errors} error(s); "

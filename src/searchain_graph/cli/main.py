@@ -296,7 +296,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "eval",
         help="evaluate methods on a QA dataset (resumable JSONL, Markdown report)",
         description="Evaluate methods on a QA dataset: one resumable JSONL record per question and\n"
-        "method, then the Markdown report.",
+        "method, then the Markdown report of every method --out holds for those questions.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog_factory=_eval_epilog,
     )
