@@ -260,6 +260,27 @@ _OPPOSITES = (
 """A beginning and an end: "When did the war end?" is not "When did the war start?"."""
 
 
+_QUALIFIERS = frozenset(
+    "original former current present previous later last next birth maiden real full "
+    "first second third fourth fifth".split()
+)
+"""Words that say which of a thing's names, holders or parts is asked: "the original name" is not
+"the name", "the second book" not "the first book"."""
+
+
+def _qualified(a: str, b: str) -> bool:
+    """One query qualifies a word both ask of ("the *original* name" / "the name") and the other not.
+
+    Only a qualifier before a word of the other query counts: "the runner-up" / "the second place"
+    and "How long did the war last?" stay paraphrases.
+    """
+    for x, y in ((a, b), (b, a)):
+        words, other = re.sub(r"[^\w\s]", " ", x.lower()).split(), _word_set(y)
+        if any(w in _QUALIFIERS and w not in other and nxt in other for w, nxt in zip(words, words[1:], strict=False)):
+            return True
+    return False
+
+
 def _word_set(query: str) -> set[str]:
     """The lower-case words of ``query``, punctuation read as a space ("co-wrote": "co", "wrote")."""
     return set(re.sub(r"[^\w\s]", " ", query.lower()).split())
@@ -288,12 +309,15 @@ def comparable(a: str, b: str) -> bool:
     die?"; "Who is X's spouse?" still may be "Who did X marry?"), and the names of one
     are all names of the other (a paraphrase may drop a name, "Who played Corliss Archer?",
     but not swap one: "... of Ireland?" is not "... of India?"). Nor do they ask of a beginning and
-    an end ("When did the war start?" / "... end?"), of two parts in a work ("Who wrote the manga?" /
+    an end ("When did the war start?" / "... end?"), nor one qualifies what the other asks ("the
+    original name" / "the name": :data:`_QUALIFIERS`), of two parts in a work ("Who wrote the manga?" /
     "Who illustrated ...?"), or one of who performs a part and the other not ("Who plays Jennifer
     Parker?" / "Who is Jennifer Parker?"): the verbs a bi-encoder over the whole query weighs least.
     """
     if not same_kind(a, b) or sorted(_NUMBER.findall(a)) != sorted(_NUMBER.findall(b)) or _opposed(a, b):
         return False
+    if _qualified(a, b):
+        return False  # "What was the original name of X?" is not "What was the name of X?"
     pa, pb = roles(a), roles(b)
     if pa != pb and ((pa and pb) or "perform" in pa ^ pb):
         return False  # "Who plays Jennifer Parker?" is not "Who is Jennifer Parker?", nor "wrote" "illustrated"
