@@ -339,6 +339,22 @@ def test_cli_eval_reports_every_method_the_file_holds(tmp_path: Path, capsys: py
     assert "1 run(s), 0 already" in capsys.readouterr().out  # the second eval ran only its own method
     text = (report / "report.md").read_text(encoding="utf-8")
     assert "| cot |" in text and "| direct |" in text, text
+    # Each record names what computed it, and the report says it once per set of versions.
+    versions = [r["versions"] for r in read_records(out)]
+    assert versions[0] == versions[1] and versions[0]["langgraph"] and "searchain-graph" in versions[0]
+    assert "Ran on: " in text and "(2 records)" in text
+
+
+def test_the_report_names_each_set_of_versions_and_the_records_without() -> None:
+    from searchain_graph.evaluation.report import versions_line
+
+    old = {"qid": "a"}
+    new = {"qid": "b", "versions": {"onnxruntime": "1.32.0", "torch": "2.13.0"}}
+    other = {"qid": "c", "versions": {"onnxruntime": "1.31.0", "torch": "2.13.0"}}
+    assert versions_line([old]) == ""
+    line = versions_line([old, new, new, other])
+    assert line.startswith("Ran on: onnxruntime 1.32.0, torch 2.13.0 (2 records); onnxruntime 1.31.0")
+    assert line.endswith("(1 record); 1 record written before versions were kept.")
 
 
 def test_cli_eval_skips_questions_but_keeps_their_paragraphs(

@@ -74,7 +74,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from searchain_graph.evaluation.datasets import corpus_paragraphs, load_dataset
-    from searchain_graph.evaluation.harness import read_records, run_evaluation, with_gold
+    from searchain_graph.evaluation.harness import read_records, run_evaluation, runtime_versions, with_gold
     from searchain_graph.evaluation.methods import parse_methods
     from searchain_graph.evaluation.report import write_report
 
@@ -130,6 +130,7 @@ def run_eval(args: argparse.Namespace) -> int:
                 "reader_key": None if stack.reader is None else reader_key(stack.reader),
                 "retriever": type(stack.retriever).__name__,
                 "concurrency": concurrency,
+                "versions": runtime_versions(),  # what computed the replies (ONNX Runtime, torch, ...)
             },
             options={
                 "demonstrations": args.demonstrations,

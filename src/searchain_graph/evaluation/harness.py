@@ -54,8 +54,37 @@ __all__ = [  # METHODS, GraphFactory and parse_methods live in evaluation.method
     "parse_methods",
     "read_records",
     "run_evaluation",
+    "runtime_versions",
     "with_gold",
 ]
+
+RECORDED_PACKAGES = (
+    "searchain-graph",
+    "langgraph",
+    "langchain-core",
+    "transformers",
+    "torch",
+    "onnxruntime",
+    "onnxruntime-genai",
+)
+"""The packages whose versions a record names: the ones that decide what a local model computes."""
+
+
+def runtime_versions(packages: Iterable[str] = RECORDED_PACKAGES) -> dict[str, str]:
+    """The installed versions of ``packages`` (those not installed are left out).
+
+    A record carries them: a greedy reply can change where two tokens nearly tie when another
+    ONNX Runtime or torch computes the same prompt, so two runs' records say what each ran on.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in packages:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
 
 
 def _steps(method: str, out: dict[str, Any]) -> int:

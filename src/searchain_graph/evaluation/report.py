@@ -154,6 +154,27 @@ def latest_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
+def versions_line(records: Sequence[dict[str, Any]]) -> str:
+    """What the records ran on (their ``versions``), one entry per set of versions, with its count.
+
+    Empty when no record names its versions (records written before they were kept).
+    """
+    sets = Counter(
+        ", ".join(f"{k} {v}" for k, v in sorted(r["versions"].items()))
+        for r in records
+        if isinstance(r.get("versions"), dict) and r["versions"]
+    )
+    if not sets:
+        return ""
+    unknown = len(records) - sum(sets.values())
+    listed = "; ".join(f"{text} ({_records(n)})" for text, n in sets.most_common())
+    return f"Ran on: {listed}" + (f"; {_records(unknown)} written before versions were kept." if unknown else ".")
+
+
+def _records(n: int) -> str:
+    return f"{n} record" + ("" if n == 1 else "s")
+
+
 def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain evaluation") -> str:
     """The Markdown report for ``records`` (see the module docstring for the tables)."""
     records = latest_records(records)
@@ -169,6 +190,8 @@ def render_report(records: Sequence[dict[str, Any]], *, title: str = "SearChain 
             + ".",
             "",
         ]
+    if ran_on := versions_line(records):
+        lines += [ran_on, ""]
 
     lines += ["## Table 1: accuracy (cover-EM %; EM / F1 in brackets; paper in italics)", ""]
     lines += ["| method | " + " | ".join(datasets) + " |", "|---|" + "---:|" * len(datasets)]
