@@ -16,6 +16,8 @@ from typing import ClassVar
 
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
 
 from searchain_graph import BM25Retriever, ReaderOutput
 from searchain_graph.evaluation.baselines import create_self_ask_graph
@@ -84,9 +86,17 @@ def test_a_continued_transcript_goes_on_to_the_next_hop() -> None:
 
 def test_the_last_allowed_follow_up_begins_the_final_answer() -> None:
     model = Continuing(respond=recorded)
-    out = create_self_ask_graph(model, retriever(), ScriptedReader(READS), max_steps=1).invoke({"question": QUESTION})
+    graph = create_self_ask_graph(model, retriever(), ScriptedReader(READS), max_steps=1, checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "forced"}}
+    out = graph.invoke({"question": QUESTION}, config)
     assert model.calls[-1][-1].text.endswith("Intermediate answer: Shirley Temple\nSo the final answer is:")
     assert out["rounds"] == 1 and out["answer"] == "Chief of Protocol" and out["warnings"] == []
+    # The conversation kept holds the begun sentence once, followed by what the model wrote.
+    said = graph.get_state(config).values["messages"][-1]["content"]
+    assert said.count("So the final answer is:") == 1 and said.endswith("So the final answer is: Chief of Protocol")
+    assert out["final_content"].endswith(
+        "Intermediate answer: Shirley Temple\nSo the final answer is: Chief of Protocol"
+    )
 
 
 def test_turns_can_be_asked_for_and_local_models_continue() -> None:

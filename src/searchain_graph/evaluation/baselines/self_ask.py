@@ -161,8 +161,10 @@ def create_self_ask_graph(
         steps = list(state.get("steps") or [])
         # ``rounds`` counts the follow-ups answered; this call works towards the next one.
         text = yield Generate.prompt(to_messages(messages), stop=_SELF_ASK_STOP, round=len(steps) + 1)
-        if transcript and messages[-1]["content"].endswith(_FORCED):
-            text = _FORCED + text  # the transcript was begun with "So the final answer is:"
+        # The transcript was begun with "So the final answer is:": read with it, kept once.
+        begun = transcript and messages[-1]["content"].endswith(_FORCED)
+        if begun:
+            text = _FORCED + text
         warnings = list(state["warnings"])
         cut = _INTERMEDIATE.search(text)
         if cut:
@@ -190,7 +192,7 @@ def create_self_ask_graph(
             "rounds": len(steps),
             "query": None,
             "final_content": transcript_of(steps, reply),
-            "messages": said(messages, reply),
+            "messages": said(messages, reply.removeprefix(_FORCED) if begun else reply),
         }
 
     def follow_up(state: MethodState, settings: BaselineSettings) -> StepBody:
