@@ -12,6 +12,8 @@ from searchain_graph.ir.query_similarity import SemanticDuplicate, packaged_enco
 from tests.fakes import QUESTION, ScriptedReader, retriever
 from tests.unit_tests.test_graph import CONFIDENT, correcting_llm
 
+ROOT = Path(__file__).resolve().parents[2]
+
 PARAPHRASE = ("Where was Kevin Drew born?", "In which city was Kevin Drew born?")
 DIFFERENT = ("Where was Kevin Drew born?", "Who is the performer of Spirit If...?")
 
@@ -229,3 +231,35 @@ def test_a_beginning_an_end_two_parts_in_a_work_and_a_performer_are_different_qu
     assert comparable("Who starred in True Grit?", "Who was the actor who played the lead role in the film True Grit?")
     assert comparable("who does plankton's voice in spongebob", "Who voices SpongeBob SquarePants' plankton?")
     assert roles("Who voiced Meg Griffin?") == frozenset({"perform"})
+
+
+def test_the_replay_lists_the_recorded_duplicates_the_guard_now_rejects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``benchmarks/duplicate_replay.py`` over a results file: which records must run again after a guard change."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("duplicate_replay", ROOT / "benchmarks" / "duplicate_replay.py")
+    assert spec is not None and spec.loader is not None
+    replay = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(replay)
+
+    bank = "What was the name of the bank that bought FleetBoston Financial?"
+    skipped = {"query": bank.replace("the name", "the original name"), "duplicate_of": {"round": 1, "query": bank}}
+    kept = {
+        "query": "Who purchased FleetBoston Financial?",
+        "duplicate_of": {"query": "Who bought FleetBoston Financial?"},
+    }
+    tree = {"rounds": [{"nodes": [{"query": bank}, skipped, kept]}]}
+    records = [
+        {"dataset": "musique", "qid": "q1", "method": "searchain", "tree": tree},
+        {"dataset": "musique", "qid": "q2", "method": "searchain", "tree": {"rounds": [{"nodes": [kept]}]}},
+        {"dataset": "musique", "qid": "q3", "method": "cot", "tree": None},
+    ]
+    out = tmp_path / "musique.jsonl"
+    out.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert replay.main([str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"{out}: 3 duplicate decisions, 1 now rejected, in 1 record(s)" in printed
+    assert "q1 searchain:" in printed and "q2" not in printed
