@@ -33,7 +33,8 @@ bash docs/results/qwen/run_more.sh
 
 # 2Wiki last: its run is complete and its report committed, but its records stay out of the repository
 # (runs/ does not outlive a machine), so on a new machine this step runs it again from nothing. Greedy
-# decoding gives the same predictions (checked on 32 pairs run twice); only the seconds change.
+# decoding gives the same predictions on one installation (checked on 32 pairs run twice); on another
+# (other ONNX Runtime or torch versions: the records' `versions`) a near-tie may go the other way.
 searchain eval --dataset 2wikimultihopqa --data "$D/2wikimultihopqa/dev.sample100.jsonl" \
   --methods searchain,searchain_no_ir,ircot,direct_retrieval,cot --out runs/qwen/2wikimultihopqa.jsonl \
   --report "$OUT/2wikimultihopqa-report" "${COMMON[@]}"   # 2Wiki's records stay out of the repository
