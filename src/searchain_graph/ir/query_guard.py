@@ -235,6 +235,16 @@ _QUALIFIERS = frozenset(
 "the name", "the second book" not "the first book"."""
 
 
+def _words(query: str) -> list[str]:
+    """The lower-case words of ``query`` in order, punctuation read as a space ("co-wrote": "co", "wrote")."""
+    return re.sub(r"[^\w\s]", " ", query.lower()).split()
+
+
+def _word_set(query: str) -> set[str]:
+    """The words of ``query`` (:func:`_words`) as a set."""
+    return set(_words(query))
+
+
 def _qualified(a: str, b: str) -> bool:
     """One query qualifies a word both ask of ("the *original* name" / "the name") and the other not.
 
@@ -242,15 +252,10 @@ def _qualified(a: str, b: str) -> bool:
     and "How long did the war last?" stay paraphrases.
     """
     for x, y in ((a, b), (b, a)):
-        words, other = re.sub(r"[^\w\s]", " ", x.lower()).split(), _word_set(y)
+        words, other = _words(x), _word_set(y)
         if any(w in _QUALIFIERS and w not in other and nxt in other for w, nxt in zip(words, words[1:], strict=False)):
             return True
     return False
-
-
-def _word_set(query: str) -> set[str]:
-    """The lower-case words of ``query``, punctuation read as a space ("co-wrote": "co", "wrote")."""
-    return set(re.sub(r"[^\w\s]", " ", query.lower()).split())
 
 
 def roles(query: str) -> frozenset[str]:
