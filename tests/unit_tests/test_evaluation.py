@@ -12,6 +12,7 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from searchain_graph import ReaderOutput
+from searchain_graph.evaluation import harness
 from searchain_graph.evaluation.cpu_meter import contended
 from searchain_graph.evaluation.datasets import Example
 from searchain_graph.evaluation.harness import METHODS, parse_methods, read_records, run_evaluation
@@ -68,7 +69,7 @@ def test_parse_methods() -> None:
         parse_methods("searchain,magic")
 
 
-def test_records_resume_and_report(tmp_path: Path) -> None:
+def test_records_resume_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "results.jsonl"
     methods = ["searchain", "searchain_no_verification"]
     seen: list[dict[str, Any]] = []
@@ -108,6 +109,21 @@ def test_records_resume_and_report(tmp_path: Path) -> None:
     assert "## Table 1" in report and "| searchain | 50.0" in report and "*56.91*" in report
     assert "## Table 2" in report and "corrected by IR" in report
     assert "## Table 5" in report and "SKC" in report
+    # A run of one method on one question returns that pair's record, and every method's records of
+    # that question for its report, from a single read of the file.
+    reads: list[Path] = []
+
+    def counted(path: str | Path) -> list[dict[str, Any]]:
+        reads.append(Path(path))
+        return read_records(path)
+
+    monkeypatch.setattr(harness, "read_records", counted)
+    one = run_evaluation(
+        [example("q1")], methods[:1], llm=llm, retriever=retriever(), reader=ScriptedReader(CONFIDENT), out_path=out
+    )
+    assert [(r["qid"], r["method"]) for r in one.records] == [("q1", "searchain")]
+    assert sorted((r["qid"], r["method"]) for r in one.question_records) == [("q1", m) for m in sorted(methods)]
+    assert reads == [out, out]  # once to resume, once for the summary
 
 
 def test_the_report_links_each_questions_tree(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from searchain_graph.evaluation.datasets import corpus_paragraphs, load_dataset
-    from searchain_graph.evaluation.harness import read_records, run_evaluation, runtime_versions, with_gold
+    from searchain_graph.evaluation.harness import run_evaluation, runtime_versions, with_gold
     from searchain_graph.evaluation.methods import parse_methods
     from searchain_graph.evaluation.report import write_report
 
@@ -143,9 +143,8 @@ def run_eval(args: argparse.Namespace) -> int:
         bar.update(summary.skipped)
     # The report covers every method the file holds for this run's questions, not only the methods
     # run now: a run that adds methods to a file never leaves its report without the earlier ones.
-    asked = {ex["qid"] for ex in examples}
-    shown = [r for r in read_records(out) if r.get("qid") in asked]
-    written = write_report(with_gold(shown, examples), args.report or out.parent / f"{out.stem}-report")
+    shown = with_gold(summary.question_records, examples)
+    written = write_report(shown, args.report or out.parent / f"{out.stem}-report")
     pages = sum(1 for p in written if p.suffix == ".md") - 1
     print(
         f"{summary.ran} run(s), {summary.skipped} already in {out}, {summary.errors} error(s); "

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -212,12 +212,15 @@ class RunSummary:
         skipped: Pairs already in the results file.
         errors: Pairs that raised (recorded with their error).
         records: Every record in the file for the requested examples and methods.
+        question_records: Every record in the file for the requested examples, of any method
+            (what a report over the file's methods for these questions draws).
     """
 
     ran: int
     skipped: int
     errors: int
     records: list[dict[str, Any]]
+    question_records: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_evaluation(
@@ -341,10 +344,13 @@ def run_evaluation(
             for future in pending:
                 save(future.result())
     wanted = {(ex["qid"], m) for ex in examples for m in methods}
-    records = [r for r in read_records(out_path) if (r["qid"], r["method"]) in wanted]
+    asked = {ex["qid"] for ex in examples}
+    # a rerun's record supersedes the pair's old one (the report's rule); the file is read once
+    of_questions = latest_records(r for r in read_records(out_path) if r["qid"] in asked)
     return RunSummary(
         ran=len(new),
         skipped=len(wanted) - len(todo),
         errors=sum(1 for r in new if r.get("error")),
-        records=latest_records(records),  # a rerun's record supersedes the pair's old one (the report's rule)
+        records=[r for r in of_questions if (r["qid"], r["method"]) in wanted],
+        question_records=of_questions,
     )
