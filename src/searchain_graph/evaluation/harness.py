@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -220,7 +220,7 @@ class RunSummary:
     skipped: int
     errors: int
     records: list[dict[str, Any]]
-    question_records: list[dict[str, Any]] = field(default_factory=list)
+    question_records: list[dict[str, Any]]
 
 
 def run_evaluation(
