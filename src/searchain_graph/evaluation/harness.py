@@ -278,7 +278,8 @@ def run_evaluation(
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     _drop_torn_tail(out_path)
-    existing = {(r["qid"], r["method"]): r for r in read_records(out_path) if not r.get("error")}
+    recorded = read_records(out_path)  # the file's only read: the summary adds this run's records to it
+    existing = {(r["qid"], r["method"]): r for r in recorded if not r.get("error")}
     if rerun_contended:
         existing = {key: r for key, r in existing.items() if not contended(r)}
     chosen = {m: METHODS[m].options_of(options or {}) for m in methods}
@@ -345,8 +346,9 @@ def run_evaluation(
                 save(future.result())
     wanted = {(ex["qid"], m) for ex in examples for m in methods}
     asked = {ex["qid"] for ex in examples}
-    # a rerun's record supersedes the pair's old one (the report's rule); the file is read once
-    of_questions = latest_records(r for r in read_records(out_path) if r["qid"] in asked)
+    # the file as it now stands (what it held, then what this run appended, in order); a rerun's record
+    # supersedes the pair's old one (the report's rule)
+    of_questions = latest_records(r for r in [*recorded, *new] if r["qid"] in asked)
     return RunSummary(
         ran=len(new),
         skipped=len(wanted) - len(todo),
