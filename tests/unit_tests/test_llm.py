@@ -79,8 +79,8 @@ def test_default_choice_follows_the_environment(monkeypatch: pytest.MonkeyPatch)
     local = load_chat_model(None)
     assert isinstance(local, TransformersChatModel) and joined == ["qwen2.5-coder-1.5b"]
     assert local.model_name == "Qwen2.5-Coder-1.5B-Instruct" and local.gguf_file.endswith("q4_k_m.gguf")
-    # The offline model runs on its own 4-bit blocks by default; torch stays the fp32 reference.
-    assert local.backend == "onnx-int4"
+    # The offline model runs its GGUF file as it is (llama.cpp) by default; torch stays the fp32 reference.
+    assert local.backend == "llama.cpp"
     assert load_chat_model("smollm2", backend="torch").backend == "torch"  # type: ignore[attr-defined]
 
 

