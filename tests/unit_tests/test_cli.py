@@ -174,7 +174,7 @@ def test_load_stack_passes_the_options_when_the_model_is_built(tiny_llm_dir: Pat
     llm = stack.llm
     assert isinstance(llm, TransformersChatModel) and stack.local
     assert (llm.max_batch_size, llm.response_cache, llm.max_new_tokens) == (2, 8, 256)
-    assert stack.batch_engine is None and llm.batch_engine is None  # no batched call yet
+    assert stack.decoder is None and llm.decoder is None  # torch: transformers, no decoder of its own
     assert stack.model_name == tiny_llm_dir.name and stack.source.startswith("BM25 over ")
     assert len(said) == 3 and said[2].startswith("loaded the bundled reader in ")
     args.corpus = None

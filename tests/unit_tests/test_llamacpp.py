@@ -181,3 +181,36 @@ def resident_bytes() -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return 0  # pragma: no cover - not Linux
+
+
+def test_tokens_stream_as_they_come_and_join_into_the_reply(gguf: Path) -> None:
+    llm = TransformersChatModel.from_smollm2(max_new_tokens=40)
+    question = "Where was Barack Obama born? Answer in two sentences."
+    whole = llm.invoke(question).text
+    chunks = list(llm.stream(question))
+    assert len(chunks) > 3 and "".join(c.text for c in chunks) == whole
+    assert chunks[-1].chunk_position == "last" and chunks[-1].usage_metadata is not None
+    # A stop sequence: no chunk ever shows text from it on, and the chunks are still invoke's reply.
+    stop = whole[len(whole) // 2 : len(whole) // 2 + 3]
+    cut = llm.invoke(question, stop=[stop]).text
+    streamed = [c.text for c in llm.stream(question, stop=[stop])]
+    assert "".join(streamed) == cut and stop not in "".join(streamed)
+
+
+async def test_stream_events_carry_the_tokens(gguf: Path) -> None:
+    llm = TransformersChatModel.from_smollm2(max_new_tokens=24)
+    pieces = [
+        event["data"]["chunk"].text
+        async for event in llm.astream_events("Name three cities in Canada.", version="v2")
+        if event["event"] == "on_chat_model_stream"
+    ]
+    assert len(pieces) > 3 and "".join(pieces) == (await llm.ainvoke("Name three cities in Canada.")).text
+
+
+def test_only_text_that_cannot_begin_a_stop_sequence_streams() -> None:
+    from searchain_graph.llms.chat_model import streamable
+
+    assert streamable("Toronto.\n[Query", ["\n["]) == "Toronto."
+    assert streamable("Toronto.\n", ["\n["]) == "Toronto."  # "\n" may begin the stop sequence
+    assert streamable("Toronto.\nHe", ["\n["]) == "Toronto.\nHe"
+    assert streamable("caf\ufffd", []) == "caf"  # half a character waits for the rest

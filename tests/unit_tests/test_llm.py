@@ -94,8 +94,6 @@ def test_loads_a_local_directory(tiny_llm_dir: Path) -> None:
 def test_options_of_a_local_model_are_set_when_it_is_built(tiny_llm_dir: Path) -> None:
     llm = load_chat_model(str(tiny_llm_dir), max_new_tokens=4, max_batch_size=2, response_cache=3)
     assert isinstance(llm, TransformersChatModel)
-    assert (llm.max_batch_size, llm.response_cache) == (2, 3) and llm.batch_engine is None
+    assert (llm.max_batch_size, llm.response_cache) == (2, 3) and llm.decoder is None
     assert llm.invoke("hi").usage_metadata is not None
-    engine = llm.batch_engine  # started by the first batched call; its counters are public
-    assert engine is not None and engine.steps >= 1 and engine.prompt_tokens > 0
     assert load_chat_model(str(tiny_llm_dir)).response_cache == 0  # TransformersChatModel's default

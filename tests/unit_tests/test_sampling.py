@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from searchain_graph.llms.batching import BatchEngine, GenerationRequest
 from searchain_graph.llms.chat_model import TransformersChatModel
 from searchain_graph.llms.sampling import SAMPLING_TOP_K, generate_one, repeats_at_end, sample_token
 
@@ -50,7 +49,7 @@ def test_torch_sampling_is_seeded_and_greedy_is_the_default(tiny: TransformersCh
     assert a == b and len(others) > 1
 
 
-def test_a_loop_ends_the_reply_on_every_torch_path(tiny: TransformersChatModel) -> None:
+def test_a_loop_ends_the_reply_on_the_torch_path(tiny: TransformersChatModel) -> None:
     model, tok = tiny._model, tiny._tokenizer
     ids = list(tok("Passage Question")["input_ids"])
     free, _, _ = generate_one(model, tok, ids, 40, [], False)
@@ -60,6 +59,3 @@ def test_a_loop_ends_the_reply_on_every_torch_path(tiny: TransformersChatModel) 
     end = next(n for n in range(1, len(free) + 1) if repeats_at_end(free[:n], times))
     cut, _, finish = generate_one(model, tok, ids, 40, [], False, stop_repeats=times)
     assert cut == free[:end] and finish == "stop"
-    engine = BatchEngine(model, tok, max_batch_size=2)
-    request = engine.submit(GenerationRequest(ids, 40, stop_repeats=times))
-    assert request.new_ids == free[:end] and request.finish_reason == "stop"

@@ -150,11 +150,12 @@ def run_eval(args: argparse.Namespace) -> int:
         f"{summary.ran} run(s), {summary.skipped} already in {out}, {summary.errors} error(s); "
         f"report: {written[0]}" + (f" (and {pages} tree page(s) beside it)" if pages else "")
     )
-    engine = stack.batch_engine
-    if engine is not None and engine.steps:
+    stats = getattr(stack.decoder, "stats", None)
+    if stats is not None and stats.calls:
         print(
-            f"batch engine: {engine.rows / engine.steps:.2f} rows per decoding step, "
-            f"{100 * engine.reused_tokens / max(1, engine.prompt_tokens):.0f}% of prompt tokens from the prefix cache"
+            f"prefix cache: {stats.reused_tokens:,} of {stats.prompt_tokens:,} prompt tokens "
+            f"({100 * stats.reused_tokens / max(1, stats.prompt_tokens):.0f}%) taken from the engine's cache, "
+            f"{stats.calls} LLM calls"
         )
     if summary.ran and summary.errors == summary.ran:
         print(f"every one of the {summary.ran} run(s) failed: see the error field in {out}", file=sys.stderr)

@@ -245,7 +245,10 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_stack(web)
     _add_listen(web, port=8000)
     web.add_argument(
-        "--batch-size", type=int, default=1, help="local models: decode this many questions' calls together (default 1)"
+        "--batch-size",
+        type=int,
+        default=1,
+        help="llama.cpp models: decode this many questions' calls together (default 1)",
     )
     web.add_argument(
         "--max-concurrent", type=int, default=None, help="runs at once; the others queue (default: --batch-size)"
@@ -332,7 +335,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--batch-size",
         type=int,
         default=1,
-        help="local models: decode this many calls together (continuous batching; default 1, sequential)",
+        help="llama.cpp models: decode this many calls together, each in a slot of its own (default 1, sequential)",
     )
     ev.add_argument(
         "--concurrency", type=int, default=None, help="pairs at once (default: 4 remote; --batch-size local)"

@@ -65,11 +65,11 @@ class Stack:
         return isinstance(self.llm, TransformersChatModel)
 
     @property
-    def batch_engine(self) -> Any:
-        """A local model's continuous-batching engine, once it has run (``None`` otherwise)."""
+    def decoder(self) -> Any:
+        """A local model's llama.cpp or ONNX decoder (its ``stats``), once loaded (``None`` otherwise)."""
         from searchain_graph.llms.chat_model import TransformersChatModel
 
-        return self.llm.batch_engine if isinstance(self.llm, TransformersChatModel) else None
+        return self.llm.decoder if isinstance(self.llm, TransformersChatModel) else None
 
 
 def load_stack(

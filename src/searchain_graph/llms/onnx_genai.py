@@ -1,11 +1,11 @@
-"""ONNX Runtime GenAI: the local LLM with int4 weights, fused CPU kernels and kept prompt prefixes.
+"""ONNX Runtime GenAI: a transformers checkpoint with int4 or int8 weights, fused CPU kernels and kept prefixes.
 
-A 135M-parameter model decoding one token at a time on a CPU is bound by memory and by per-operator
-overhead, not by arithmetic: in fp32 through PyTorch, SmolLM2 reads 540 MB of weights a token and
-spends a third of its time outside the matrix products. ONNX Runtime GenAI runs the whole decoder as
-one graph with fused attention and 4-bit weights (``MatMulNBits``, int8 activations), which is about
-4x faster here (``benchmarks/llm_speed.py``, figures in ``docs/benchmarks.md``). Its wheels are
-prebuilt for Linux, macOS and Windows: no compile step.
+For checkpoints that are not GGUF files (a model directory, a hub name), which llama.cpp does not
+read: ONNX Runtime GenAI runs the whole decoder as one graph with fused attention and 4- or 8-bit
+weights (``MatMulNBits``), several times faster than fp32 through PyTorch on a CPU. The
+conversion starts from the checkpoint's fp32 weights (a GGUF file is dequantised first, which
+holds an fp32 copy in memory: GGUF files run on ``llama.cpp`` by default). Its wheels are prebuilt
+for Linux, macOS and Windows: no compile step.
 
 * :func:`build_genai_model` converts a transformers checkpoint with onnxruntime-genai's own model
   builder, in a subprocess, into a directory written aside and renamed when complete.
@@ -26,45 +26,26 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 
-from searchain_graph.llms.gguf_blocks import (
-    LAYOUT_VERSION,
-    Layout,
-    NotExactError,
-    gguf_architecture,
-    gguf_source,
-    write_blocks,
-)
 from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.llms.llamacpp import DecoderStats, default_threads
 from searchain_graph.llms.sampling import sample_token
 from searchain_graph.llms.weights import cache_root, content_key, dequantized_dir, load_transformers, save_dequantized
 
 logger = logging.getLogger(__name__)
-
-Backend = Literal["torch", "onnx-int4", "onnx-int4-requantised", "onnx-int8", "onnx-fp32"]
-"""How a local model runs: ``torch`` (fp32 in transformers, the reference) or ONNX Runtime GenAI.
-
-``onnx-int4`` is a GGUF file's own blocks where it has them (:mod:`~searchain_graph.llms.gguf_blocks`),
-the builder's int4 otherwise; ``onnx-int4-requantised`` is always the builder's int4, quantised again
-from the dequantised weights (faster, further from the file's weights)."""
-BACKENDS: tuple[str, ...] = get_args(Backend)
 
 # int4 weights in blocks of 32, int8 activations in the products (accuracy level 4), and logits for
 # the last prompt position only during prefill.
 _BUILDER_INT4 = ["-p", "int4", "--extra_options", "int4_accuracy_level=4", "prune_lm_head=true"]
 
 GENAI_PRECISIONS: dict[str, list[str]] = {
-    "int4": _BUILDER_INT4,  # a GGUF source gets its own blocks instead ("gguf-blocks"), when it can
-    "int4-requantised": _BUILDER_INT4,
+    "int4": _BUILDER_INT4,
     "int8": ["-p", "int8", "--extra_options", "prune_lm_head=true"],
-    # A GGUF source: fp32 with one MatMul per projection, into which gguf_blocks.write_blocks puts
-    # the file's own blocks (4- and 8-bit MatMulNBits, int8 activations).
-    "gguf-blocks": ["-p", "fp32", "--extra_options", "prune_lm_head=true", "disable_qkv_fusion=true"],
     "fp32": ["-p", "fp32", "--extra_options", "prune_lm_head=true"],
 }
 """The precisions :func:`build_genai_model` offers, with the builder's options for each."""
@@ -104,14 +85,12 @@ def build_genai_model(
     target: Path,
     *,
     precision: str = "int4",
-    transform: Callable[[Path], None] | None = None,
     timeout: float = 1800,
 ) -> Path:
     """Convert the transformers checkpoint at ``source`` into an ONNX Runtime GenAI model at ``target``.
 
     Nothing is done when ``target`` already holds a model. The conversion writes into a sibling
     directory and renames it, so an interrupted build never leaves a half-written model.
-    ``transform(model_dir)``, when given, rewrites the built model before that rename.
 
     Raises:
         ValueError: an unknown precision.
@@ -132,8 +111,6 @@ def build_genai_model(
         if done.returncode != 0 or not (out / "genai_config.json").is_file():
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
             raise GenAIUnavailableError(f"onnxruntime-genai could not convert {source}:\n{tail}")
-        if transform is not None:
-            transform(out)
         try:
             os.replace(out, target)
         except OSError:
@@ -142,18 +119,6 @@ def build_genai_model(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
-
-
-def default_threads() -> int:
-    """``$OMP_NUM_THREADS`` when set, otherwise the cores this process may run on."""
-    try:
-        wanted = int(os.environ.get("OMP_NUM_THREADS", "0"))
-    except ValueError:
-        wanted = 0
-    if wanted > 0:
-        return wanted
-    affinity = getattr(os, "sched_getaffinity", None)
-    return max(1, len(affinity(0)) if affinity else (os.cpu_count() or 1))
 
 
 def kept_prefixes() -> int:
@@ -175,16 +140,6 @@ class _Kept:
     generator: Any
     tokens: list[int]
     capacity: int
-
-
-@dataclass
-class DecoderStats:
-    """What the prefix cache saved: prompt tokens computed vs taken from a kept generator."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    reused_tokens: int = 0
-    per_call_reuse: list[int] = field(default_factory=list)
 
 
 class GenAIDecoder:
@@ -339,10 +294,9 @@ class GenAIDecoder:
 def load_genai(model_path: str, gguf_file: str | None, precision: str) -> tuple[Any, GenAIDecoder]:
     """The tokenizer and a :class:`GenAIDecoder` for a checkpoint, converting it once (cached).
 
-    A GGUF file is first dequantised (:mod:`~searchain_graph.llms.weights`); a hub name is saved
-    to the cache, since the converter reads a checkpoint on disk. In int4, a GGUF file's own Q4_1
-    and Q8_0 blocks are written into the model (:mod:`~searchain_graph.llms.gguf_blocks`) when its
-    layout allows, instead of quantising its dequantised weights again.
+    A GGUF file is first dequantised (:mod:`~searchain_graph.llms.weights`; an fp32 copy of the
+    model, in memory and in the cache); a hub name is saved to the cache, since the converter reads
+    a checkpoint on disk. The builder then quantises the fp32 weights to ``precision``.
 
     Raises:
         ModelNotFoundError: the checkpoint cannot be found, or its copy cannot be written.
@@ -363,29 +317,7 @@ def load_genai(model_path: str, gguf_file: str | None, precision: str) -> tuple[
         del model
     tokenizer = AutoTokenizer.from_pretrained(source)
     key = content_key(source)
-    target = None
-    if gguf_file and precision == "int4":
-        gguf_path = Path(model_path) / gguf_file
-        config = json.loads((source / "config.json").read_text(encoding="utf-8"))
-        heads = int(config["num_attention_heads"])
-        kv_heads = int(config.get("num_key_value_heads") or heads)
-
-        def exact(model_dir: Path) -> None:  # runs only when the model is built
-            permuted = gguf_architecture(gguf_path) == "llama"
-            write_blocks(model_dir, gguf_source(gguf_path), Layout(heads=heads, kv_heads=kv_heads, permuted=permuted))
-
-        exact_dir = cache_root() / "onnx" / f"{source.name}-gguf-blocks-v{LAYOUT_VERSION}-{key}"
-        refused = exact_dir.with_name(exact_dir.name + ".not-exact")
-        try:
-            if not refused.is_file():
-                target = build_genai_model(source, exact_dir, precision="gguf-blocks", transform=exact)
-        except NotExactError as exc:
-            logger.info("%s: quantising the dequantised weights to int4 again (%s)", gguf_path.name, exc)
-            refused.write_text(f"{exc}\n", encoding="utf-8")  # do not try again at every load
-    if target is None:
-        target = build_genai_model(
-            source, cache_root() / "onnx" / f"{source.name}-{precision}-{key}", precision=precision
-        )
+    target = build_genai_model(source, cache_root() / "onnx" / f"{source.name}-{precision}-{key}", precision=precision)
     eos = {tokenizer.eos_token_id} - {None}
     generation = source / "generation_config.json"
     if generation.is_file():
