@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         cache = {r["query"]: r["paraphrase"] for r in map(json.loads, args.cache.read_text().splitlines())}
     todo = [q for q in chosen if q not in cache]
     if todo:
-        from searchain_graph.llms.chat_model import load_chat_model
+        from searchain_graph.llms.loading import load_chat_model
 
         llm = load_chat_model(args.model, max_new_tokens=48)
         args.cache.parent.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,8 @@ from typing import Any
 import httpx
 from langchain_core.messages import HumanMessage
 
-from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
+from searchain_graph.llms.chat_model import TransformersChatModel
+from searchain_graph.llms.loading import load_chat_model
 from searchain_graph.llms.weights import plain_weights_dir
 from searchain_graph.method.prompts import COQ_PROMPTS
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from searchain_graph.evaluation.calibration import DEFAULT_MAX_BROKEN, calibrate, dataset_retriever
 from searchain_graph.evaluation.datasets import load_dataset
 from searchain_graph.ir.readers.load import load_reader
-from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
+from searchain_graph.llms.chat_model import TransformersChatModel
+from searchain_graph.llms.loading import load_chat_model
 
 
 def main() -> None:

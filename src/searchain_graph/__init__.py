@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from searchain_graph.ir.readers.extractive import ExtractiveQAReader
     from searchain_graph.ir.readers.llm import LLMReader
     from searchain_graph.ir.remote import RemoteRetrievalError, RemoteRetriever
-    from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
+    from searchain_graph.llms.chat_model import TransformersChatModel
     from searchain_graph.llms.hub import ModelNotFoundError
+    from searchain_graph.llms.loading import load_chat_model
     from searchain_graph.method.context import SearChainContext
     from searchain_graph.method.graph import create_searchain_graph
     from searchain_graph.method.parsing import ParsedChain, extract_final_answer, normalize_answer, parse_chain
@@ -71,7 +72,7 @@ _EXPORTS: dict[str, str] = {
     "create_searchain_graph": "searchain_graph.method.graph",
     "extract_final_answer": "searchain_graph.method.parsing",
     "iter_corpus": "searchain_graph.ir.corpus",
-    "load_chat_model": "searchain_graph.llms.chat_model",
+    "load_chat_model": "searchain_graph.llms.loading",
     "load_corpus": "searchain_graph.ir.corpus",
     "load_index": "searchain_graph.ir.index",
     "normalize_answer": "searchain_graph.method.parsing",

@@ -34,7 +34,8 @@ pytest.importorskip("fastapi", reason="transformers serve needs transformers[ser
 from searchain_graph import LLMReader
 from searchain_graph.evaluation.harness import read_records
 from searchain_graph.ir.readers.base import Passage
-from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
+from searchain_graph.llms.chat_model import TransformersChatModel
+from searchain_graph.llms.loading import load_chat_model
 from searchain_graph.llms.weights import plain_weights_dir
 from tests.helpers import free_port
 

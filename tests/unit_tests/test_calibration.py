@@ -222,7 +222,7 @@ def fake_stack(monkeypatch: pytest.MonkeyPatch) -> KeyedReader:
     reader = KeyedReader(MIXED)
     monkeypatch.setattr("searchain_graph.ir.readers.load.load_reader", lambda spec, llm: reader)
     monkeypatch.setattr(
-        "searchain_graph.llms.chat_model.load_chat_model", lambda *a, **k: RuleChatModel(respond=lambda m: "x")
+        "searchain_graph.llms.loading.load_chat_model", lambda *a, **k: RuleChatModel(respond=lambda m: "x")
     )
     return reader
 

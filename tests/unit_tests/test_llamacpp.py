@@ -208,7 +208,7 @@ async def test_stream_events_carry_the_tokens(gguf: Path) -> None:
 
 
 def test_only_text_that_cannot_begin_a_stop_sequence_streams() -> None:
-    from searchain_graph.llms.chat_model import streamable
+    from searchain_graph.llms.replies import streamable
 
     assert streamable("Toronto.\n[Query", ["\n["]) == "Toronto."
     assert streamable("Toronto.\n", ["\n["]) == "Toronto."  # "\n" may begin the stop sequence

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
+from searchain_graph.llms.chat_model import TransformersChatModel
 from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.llms.loading import load_chat_model
 
 
 def test_generates_with_usage_and_logprobs(tiny_llm_dir: Path) -> None:

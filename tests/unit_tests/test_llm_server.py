@@ -22,7 +22,7 @@ pytest.importorskip("langchain_openai")
 from searchain_graph import LLMReader, ReaderOutput, create_searchain_graph
 from searchain_graph.evaluation.harness import read_records
 from searchain_graph.ir.readers.base import Passage, logprob_confidence
-from searchain_graph.llms.chat_model import load_chat_model
+from searchain_graph.llms.loading import load_chat_model
 from searchain_graph.llms.servers import PLACEHOLDER_API_KEY, describe_llm_failure, is_transient
 from tests.fake_openai import FakeOpenAIServer
 from tests.fakes import PASSAGES, QUESTION, ScriptedReader, retriever, serve_llm, tree_llm

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from searchain_graph.llms.chat_model import load_chat_model
 from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.llms.loading import load_chat_model
 from searchain_graph.llms.packaged import PACKAGED_MODELS, QWEN_CODER_1_5B, PackagedGGUF, packaged_gguf
 
 PARTS = [b"GGUF" + bytes(range(256)) * 40, bytes(reversed(range(256))) * 33, b"tail" * 1000]

@@ -15,8 +15,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from starlette.testclient import TestClient
 
 from searchain_graph import create_searchain_graph
-from searchain_graph.llms.chat_model import load_chat_model
 from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.llms.loading import load_chat_model
 from searchain_graph.serve import create_app
 from searchain_graph.serve.app import MAX_BODY_BYTES
 from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tracing_reply, tree_llm

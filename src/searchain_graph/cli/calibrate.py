@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from searchain_graph.ir.readers import DEFAULT_READER
-from searchain_graph.llms.chat_model import BACKENDS
+from searchain_graph.llms.backends import BACKENDS
 
 
 def add_calibrate_parser(sub: Any) -> None:
@@ -72,7 +72,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from searchain_graph.evaluation.datasets import load_dataset
     from searchain_graph.ir.readers.calibration import save_threshold
     from searchain_graph.ir.readers.load import load_reader
-    from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
+    from searchain_graph.llms.chat_model import TransformersChatModel
+    from searchain_graph.llms.loading import load_chat_model
 
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be at least 1, got {args.limit}")

@@ -25,7 +25,7 @@ from searchain_graph.cli.calibrate import add_calibrate_parser, run_calibrate
 from searchain_graph.cli.commands import run_ask, run_eval, run_index, run_report
 from searchain_graph.cli.serve import run_model_dir, run_serve, run_serve_index
 from searchain_graph.ir.readers import DEFAULT_READER
-from searchain_graph.llms.chat_model import BACKENDS
+from searchain_graph.llms.backends import BACKENDS
 from searchain_graph.llms.servers import describe_llm_failure
 from searchain_graph.method.context import CONTINUATIONS, TASKS
 from searchain_graph.method.layouts import DEMONSTRATION_LAYOUTS
@@ -107,9 +107,9 @@ def _add_llm_options(parser: argparse.ArgumentParser) -> None:
         "--llm-backend",
         default=None,
         choices=BACKENDS,
-        help="local models: torch (fp32, the reference) or ONNX Runtime GenAI with int4, int8 or fp32 weights "
-        "(converted once, cached); default onnx-int4 (the file's own blocks) for the packaged models and SmolLM2, "
-        "torch for others",
+        help="local models: llama.cpp (a GGUF file as it is; the default for the packaged models, SmolLM2 and "
+        ".gguf paths), torch (fp32, the reference; the default for others) or ONNX Runtime GenAI (onnx-int4, "
+        "onnx-int8, onnx-fp32: converted once from fp32, cached)",
     )
     parser.add_argument(
         "--max-new-tokens",
@@ -245,10 +245,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_stack(web)
     _add_listen(web, port=8000)
     web.add_argument(
-        "--batch-size",
-        type=int,
-        default=1,
-        help="llama.cpp models: decode this many questions' calls together (default 1)",
+        "--batch-size", type=int, default=1, help="llama.cpp: decode this many questions' calls together (default 1)"
     )
     web.add_argument(
         "--max-concurrent", type=int, default=None, help="runs at once; the others queue (default: --batch-size)"

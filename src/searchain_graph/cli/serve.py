@@ -126,7 +126,8 @@ def run_serve_index(args: argparse.Namespace) -> int:
 
 def run_model_dir(args: argparse.Namespace) -> int:
     """``searchain model-dir``: print a local model's plain-weights directory, for a model server to load."""
-    from searchain_graph.llms.chat_model import TransformersChatModel, is_local_path, load_chat_model
+    from searchain_graph.llms.chat_model import TransformersChatModel
+    from searchain_graph.llms.loading import is_local_path, load_chat_model
     from searchain_graph.llms.packaged import PACKAGED_MODELS
     from searchain_graph.llms.weights import plain_weights_dir
 

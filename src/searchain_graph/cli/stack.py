@@ -98,7 +98,8 @@ def load_stack(
     from searchain_graph.ir.bm25_retriever import BM25Retriever
     from searchain_graph.ir.index import load_index
     from searchain_graph.ir.readers.load import load_reader
-    from searchain_graph.llms.chat_model import TransformersChatModel, load_chat_model
+    from searchain_graph.llms.chat_model import TransformersChatModel
+    from searchain_graph.llms.loading import load_chat_model
 
     started = time.perf_counter()
     retriever: BaseRetriever

@@ -2,7 +2,9 @@
 
 * :mod:`~searchain_graph.llms.hub`: local directory or hub download, with a clear error offline;
 * :mod:`~searchain_graph.llms.chat_model`: ``TransformersChatModel`` (a LangChain chat model with
-  stop strings, streamed tokens, log-probabilities and a response cache) and ``load_chat_model``;
+  stop strings, streamed tokens, log-probabilities and a response cache);
+* :mod:`~searchain_graph.llms.loading`: ``load_chat_model``, the LLM a ``--model`` names;
+* :mod:`~searchain_graph.llms.backends`: the local backends' names;
 * :mod:`~searchain_graph.llms.llamacpp`: llama.cpp in this process, the backend of GGUF files (read
   as they are; slots, a prompt cache across questions, optional speculative decoding);
 * :mod:`~searchain_graph.llms.onnx_genai`: the ONNX Runtime GenAI backend of other checkpoints

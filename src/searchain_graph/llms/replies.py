@@ -3,13 +3,16 @@
 :class:`~searchain_graph.llms.chat_model.TransformersChatModel` decodes token ids; these turn them
 into what LangChain expects: the text cut at the first stop sequence (and the per-token log
 probabilities with it), the finish reason, usage, tool calls parsed from the text protocol
-(:mod:`~searchain_graph.llms.tool_calls`), and for ``stream`` one last ``AIMessageChunk``.
+(:mod:`~searchain_graph.llms.tool_calls`), and for ``stream`` the text as it is generated, then one
+last ``AIMessageChunk``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk
@@ -18,7 +21,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from searchain_graph.llms.sampling import trim_logprobs
 from searchain_graph.llms.tool_calls import parse_tool_calls
 
-__all__ = ["last_chunk", "reply_message"]
+__all__ = ["last_chunk", "reply_message", "stream_reply", "streamable"]
 
 
 def reply_message(
@@ -74,3 +77,57 @@ def last_chunk(message: AIMessage) -> ChatGenerationChunk:
             chunk_position="last",
         )
     )
+
+
+def stream_reply(
+    produce: Callable[[Callable[[str], None]], AIMessage], stops: Sequence[str]
+) -> Iterator[ChatGenerationChunk]:
+    """The reply ``produce(progress)`` makes, streamed as it is generated, then its last chunk.
+
+    ``produce`` runs in a thread of its own and calls ``progress(text so far)`` after each token.
+    Text that could still turn out to begin a stop sequence is held back until it cannot
+    (:func:`streamable`), so the chunks join into exactly the reply ``produce`` returns; the last
+    chunk (``chunk_position="last"``) carries the rest, the usage and the metadata. An error in
+    ``produce`` is raised here.
+    """
+    texts: queue.Queue[str | None] = queue.Queue()
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["message"] = produce(texts.put)
+        except BaseException as exc:  # raised again in the consumer's thread
+            outcome["error"] = exc
+        finally:
+            texts.put(None)
+
+    threading.Thread(target=work, name="searchain-llm-stream", daemon=True).start()
+    sent = ""
+    while (text := texts.get()) is not None:
+        safe = streamable(text, stops)
+        if len(safe) > len(sent) and safe.startswith(sent):
+            piece, sent = safe[len(sent) :], safe
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+    if "error" in outcome:
+        raise outcome["error"]
+    message: AIMessage = outcome["message"]
+    content = str(message.content)
+    if not content.startswith(sent):  # pragma: no cover - held-back text makes this impossible
+        raise RuntimeError("the streamed text is not the start of the reply")
+    yield last_chunk(message.model_copy(update={"content": content[len(sent) :]}))
+
+
+def streamable(text: str, stops: Sequence[str]) -> str:
+    """The part of a reply so far that is safe to stream.
+
+    That is the text before any stop sequence, before a tail that could still become one, and
+    before an incomplete character.
+    """
+    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=len(text))
+    text = text[:cut]
+    for s in stops:
+        for n in range(min(len(s) - 1, len(text)), 0, -1):
+            if text.endswith(s[:n]):
+                text = text[:-n]
+                break
+    return text.rstrip("\ufffd")
