@@ -122,7 +122,7 @@ def run_eval(args: argparse.Namespace) -> int:
             progress=progress,
             extra={
                 "model": stack.model_name,
-                "llm_backend": getattr(stack.llm, "backend", None),  # a local model's: torch, onnx-int4, ...
+                "llm_backend": getattr(stack.llm, "backend", None),  # a local model's: llama.cpp, torch, onnx-int4, ...
                 # the generation budget per call (a local model's max_new_tokens, a server model's max_tokens)
                 "max_new_tokens": getattr(stack.llm, "max_new_tokens", None) or getattr(stack.llm, "max_tokens", None),
                 "reader": args.reader,

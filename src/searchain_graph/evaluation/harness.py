@@ -66,6 +66,7 @@ RECORDED_PACKAGES = (
     "torch",
     "onnxruntime",
     "onnxruntime-genai",
+    "xllamacpp",
 )
 """The packages whose versions a record names: the ones that decide what a local model computes."""
 
