@@ -280,7 +280,7 @@ class LlamaCppDecoder:
             )
         if not state["ours"] and new_ids and new_ids[-1] in self.special_ids:  # the end token is not the reply's
             new_ids.pop()
-            lps.pop()
+            del lps[len(new_ids) :]  # with speculation the ids are the text's, and carry no log-probabilities
             state["finish"] = "stop"
         self._count(state["final"], len(prompt))
         return new_ids, (lps if logprobs else []), state["finish"]
