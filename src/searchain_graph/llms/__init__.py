@@ -1,4 +1,4 @@
-"""Local LLMs: models run in this process by transformers, and how they are found.
+"""Local LLMs: models run in this process (llama.cpp, transformers, ONNX Runtime), and how they are found.
 
 * :mod:`~searchain_graph.llms.hub`: local directory or hub download, with a clear error offline;
 * :mod:`~searchain_graph.llms.chat_model`: ``TransformersChatModel`` (a LangChain chat model with

@@ -398,8 +398,8 @@ def load_llamacpp(gguf: Path, config: LlamaCppConfig | None = None) -> tuple[Any
         LlamaCppUnavailableError: xllamacpp is missing, or llama.cpp cannot load the file.
     """
     tokenizer = gguf_tokenizer(gguf)
-    special = {tokenizer.eos_token_id} | set(tokenizer.all_special_ids)
-    special |= {i for i, t in tokenizer.added_tokens_decoder.items() if t.special and "end" in t.content.lower()}
+    # llama.cpp stops on an end-of-generation token, which is one of the file's special tokens.
+    special = {tokenizer.eos_token_id} | {i for i, t in tokenizer.added_tokens_decoder.items() if t.special}
     special_ids = sorted(i for i in special if i is not None)
     decoder = LlamaCppDecoder(
         gguf, config, special_ids=special_ids, train_context=train_context(gguf),
