@@ -1,10 +1,11 @@
 """Counts behind ``docs/architecture.md``'s before/after table, for any checkout of the package.
 
 Prints, for the package under ``SRC`` (default: this checkout's ``src``): the lines of the modules
-that write nodes (``method/`` and ``evaluation/baselines/``), the functions defined per SearChain
-step in ``method/nodes.py`` (a function belongs to a step when its name holds the step's name, or
-when it is only called from that step's functions), and every private name (``_x``) imported from
-another module of the package. Run it on the commit before a restructure and after::
+that write nodes (``method/`` and ``baselines/``, which was ``evaluation/baselines/`` before), the
+functions defined per SearChain step in ``method/nodes.py`` (a function belongs to a step when its
+name holds the step's name, or when it is only called from that step's functions), and every
+private name (``_x``) imported from another module of the package. Run it on the commit before a
+restructure and after::
 
     git worktree add /tmp/before <commit>
     python benchmarks/architecture_counts.py /tmp/before/src
@@ -74,7 +75,8 @@ def main(argv: list[str]) -> int:
     package = root / "searchain_graph"
     print(f"source: {root}")
     print(f"lines (non-empty) of method/: {lines(package, ('method',))}")
-    print(f"lines (non-empty) of evaluation/baselines/: {lines(package, ('evaluation/baselines',))}")
+    baselines = "baselines" if (package / "baselines").is_dir() else "evaluation/baselines"  # moved up later
+    print(f"lines (non-empty) of {baselines}/: {lines(package, (baselines,))}")
     for step, names in functions_per_step(package / "method" / "nodes.py").items():
         print(f"functions of step {step}: {len(names)} ({', '.join(names)})")
     private = private_imports(root)

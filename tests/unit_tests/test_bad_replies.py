@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.retrievers import BaseRetriever
 
 from searchain_graph import create_searchain_graph
-from searchain_graph.evaluation.baselines import create_cot_graph, create_ircot_graph
+from searchain_graph.baselines import create_cot_graph, create_ircot_graph
 from searchain_graph.method.limits import MAX_ANSWER_CHARS, MAX_FINAL_CONTENT_CHARS, MAX_PASSAGE_CHARS, MAX_REPLY_CHARS
 from searchain_graph.method.parsing import citations, clean_answer, drop_invalid_citations, extract_final_answer
 from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, is_tracing, retriever, tree_llm

@@ -15,7 +15,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import Field
 
 from searchain_graph import InvalidQuestionError, ReaderOutput, parse_chain
-from searchain_graph.evaluation.baselines import (
+from searchain_graph.baselines import (
     create_cot_graph,
     create_direct_graph,
     create_direct_retrieval_graph,

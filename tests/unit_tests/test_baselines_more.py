@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
-from searchain_graph.evaluation.baselines import (
+from searchain_graph.baselines import (
     create_cot_sc_graph,
     create_dsp_graph,
     create_least_to_most_graph,
@@ -20,10 +20,10 @@ from searchain_graph.evaluation.baselines import (
     create_self_ask_no_ir_graph,
     create_verify_and_edit_graph,
 )
-from searchain_graph.evaluation.baselines.decomposition import sub_questions
-from searchain_graph.evaluation.baselines.react import OBSERVATION_CHARS, parse_react_step
-from searchain_graph.evaluation.baselines.verify_edit import FACT_CHARS, rationale_sentences, select_facts
-from searchain_graph.evaluation.baselines.voting import majority
+from searchain_graph.baselines.decomposition import sub_questions
+from searchain_graph.baselines.react import OBSERVATION_CHARS, parse_react_step
+from searchain_graph.baselines.verify_edit import FACT_CHARS, rationale_sentences, select_facts
+from searchain_graph.baselines.voting import majority
 from searchain_graph.evaluation.methods import METHOD_DESCRIPTIONS, METHODS
 from tests.fakes import QUESTION, RuleChatModel, retriever
 

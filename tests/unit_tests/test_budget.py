@@ -12,8 +12,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from searchain_graph.evaluation.baselines import create_cot_graph
-from searchain_graph.evaluation.baselines.driver import CUT_BEFORE_ANSWER
+from searchain_graph.baselines import create_cot_graph
+from searchain_graph.baselines.driver import CUT_BEFORE_ANSWER
 from searchain_graph.evaluation.budget import budget_of, cut_before_answer, cut_section
 from searchain_graph.evaluation.report import render_report
 from tests.fakes import RuleChatModel

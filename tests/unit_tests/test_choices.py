@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from searchain_graph import ReaderOutput, create_searchain_graph
-from searchain_graph.evaluation.baselines import create_searchain_no_ir_graph
+from searchain_graph.baselines import create_searchain_no_ir_graph
 from searchain_graph.method.choices import answer_as_option, question_options
 from tests.fakes import RuleChatModel, ScriptedReader, is_tracing, retriever
 

@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from searchain_graph import BM25Retriever, ReaderOutput, SearChainContext, create_searchain_graph
-from searchain_graph.evaluation.baselines import create_searchain_no_ir_graph
+from searchain_graph.baselines import create_searchain_no_ir_graph
 from searchain_graph.evaluation.harness import read_records, run_evaluation
 from searchain_graph.evaluation.methods import METHODS
 from searchain_graph.method.context import SearChainSettings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -13,11 +14,11 @@ import pytest
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableLambda
 
+from searchain_graph.baselines import reasoning_steps
 from searchain_graph.cli import main
-from searchain_graph.evaluation.baselines import reasoning_steps
 from searchain_graph.evaluation.datasets import Example
 from searchain_graph.evaluation.harness import make_record, run_evaluation
-from searchain_graph.evaluation.method_spec import count_nothing, count_rounds
+from searchain_graph.evaluation.method_spec import count_nothing, count_rounds, load_builder
 from searchain_graph.evaluation.methods import METHOD_DESCRIPTIONS, METHODS, MethodSpec, parse_methods
 from searchain_graph.evaluation.report import render_report
 from searchain_graph.method.parsing import parse_chain
@@ -88,7 +89,7 @@ def test_the_registry_keeps_the_names_and_their_order() -> None:
     for name, spec in METHODS.items():
         assert isinstance(spec, MethodSpec) and spec.name == name
         assert spec.description.strip() and "\n" not in spec.description
-        assert callable(spec.factory) and callable(spec.steps)
+        assert isinstance(spec.builder, str) and callable(spec.steps)
     assert dict(METHOD_DESCRIPTIONS) == {name: spec.description for name, spec in METHODS.items()}
 
 
@@ -97,6 +98,58 @@ def test_each_record_counts_steps_as_the_harness_did(out: dict[str, Any]) -> Non
     for name in METHODS:
         assert make_record(example(), name, out, 1.0)["steps"] == legacy_steps(name, out), name
     assert make_record(example(), "unregistered", {"rounds": 3}, 1.0)["steps"] == 3  # the graph's rounds
+
+
+def test_each_record_names_a_builder_that_takes_what_the_record_passes() -> None:
+    """The paths resolve, and each builder binds ``llm``, the retriever and reader it uses, ``task``,
+    the record's fixed keywords and every option ``searchain eval`` may give it."""
+    for name, spec in METHODS.items():
+        assert isinstance(spec.builder, str)
+        module, _, function = spec.builder.partition(":")
+        assert module in ("searchain_graph.baselines", "searchain_graph.method.graph"), name
+        builder = load_builder(spec.builder)
+        assert callable(builder) and builder.__name__ == function, name
+        uses = ["retriever"] * spec.retrieves + ["reader"] * spec.reads
+        options = dict.fromkeys(spec.options) | ({"cache": None} if spec.caches else {})
+        inspect.signature(builder).bind("llm", *uses, task="multihop", **spec.builder_kwargs, **options)
+    assert METHODS["searchain_no_verification"].builder_kwargs == {"verification": False}
+    assert METHODS["searchain_no_completion"].builder_kwargs == {"completion": False}
+    assert METHODS["searchain"].builder_kwargs == {}
+
+
+def test_a_record_calls_its_builder_with_what_the_method_uses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The contract of the old factories: positional ``llm`` [, retriever] [, reader], then
+    ``task``, the record's fixed keywords (an ablation) and the options (and ``cache``)."""
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+    def fake(*args: Any, **kwargs: Any) -> str:
+        calls.append((args, kwargs))
+        return "graph"
+
+    import searchain_graph.baselines as baselines
+    import searchain_graph.method.graph as graph
+
+    monkeypatch.setattr(graph, "create_searchain_graph", fake)
+    given: tuple[Any, Any, Any] = ("L", "R", "D")  # what the harness passes: llm, retriever, reader
+    for name in ("ircot", "self_ask", "cot", "searchain_no_ir"):
+        monkeypatch.setattr(baselines, str(METHODS[name].builder).partition(":")[2], fake)
+    assert METHODS["searchain_no_verification"](*given, "yesno", cache="C", demonstrations="turns") == "graph"
+    assert calls.pop() == (
+        ("L", "R", "D"),
+        {"task": "yesno", "verification": False, "demonstrations": "turns", "cache": "C"},
+    )
+    METHODS["searchain"](*given, "multihop")
+    assert calls.pop() == (("L", "R", "D"), {"task": "multihop"})
+    METHODS["searchain_no_ir"](*given, "fact", cache="C", demonstrations="turns")
+    assert calls.pop() == (("L",), {"task": "fact", "demonstrations": "turns"})  # no cache: it does not cache
+    METHODS["ircot"](*given, "multihop")
+    assert calls.pop() == (("L", "R"), {"task": "multihop"})
+    METHODS["self_ask"](*given, "multihop")
+    assert calls.pop() == (("L", "R", "D"), {"task": "multihop"})
+    METHODS["cot"](*given, "multihop")
+    assert calls.pop() == (("L",), {"task": "multihop"})
+    with pytest.raises(TypeError, match="takes no option"):
+        METHODS["cot"](*given, "multihop", demonstrations="turns")
 
 
 def test_what_each_method_uses_and_needs() -> None:
@@ -145,22 +198,29 @@ def test_a_method_that_needs_tools_refuses_a_model_without_them() -> None:
 
 
 def test_a_record_is_checked_when_made() -> None:
-    def factory(*args: Any) -> Any:
+    def build(*args: Any, **kwargs: Any) -> Any:
         return None
 
     for bad in ("", "a,b", "all", " cot"):
         with pytest.raises(ValueError, match="method name"):
-            MethodSpec(bad, "a description", factory=factory, steps=count_nothing)
+            MethodSpec(bad, "a description", builder=build, steps=count_nothing)
     with pytest.raises(ValueError, match="description"):
-        MethodSpec("echo", "  ", factory=factory, steps=count_nothing)
+        MethodSpec("echo", "  ", builder=build, steps=count_nothing)
     with pytest.raises(TypeError, match="callables"):
-        MethodSpec("echo", "echo", factory=factory, steps=3)  # type: ignore[arg-type]
+        MethodSpec("echo", "echo", builder=build, steps=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="callables"):
+        MethodSpec("echo", "echo", builder=3, steps=count_nothing)  # type: ignore[arg-type]
+    for path in ("searchain_graph.baselines.create_cot_graph", "searchain_graph.baselines:", ":create_cot_graph"):
+        with pytest.raises(ValueError, match="package.module:function"):
+            MethodSpec("echo", "echo", builder=path, steps=count_nothing)
+    with pytest.raises(ValueError, match="retrieves too"):
+        MethodSpec("echo", "echo", builder=build, steps=count_nothing, reads=True)
 
 
 def echo_spec(built: list[str]) -> MethodSpec:
     """A method added by a test: it answers with the question's first word, in 7 steps."""
 
-    def factory(llm: Any, retriever: Any, reader: Any, task: str) -> Any:
+    def build(llm: Any, *, task: str) -> Any:  # closed-book: it takes neither retriever nor reader
         built.append(task)
         return RunnableLambda(
             lambda state: {
@@ -176,7 +236,7 @@ def echo_spec(built: list[str]) -> MethodSpec:
     return MethodSpec(
         "echo_first_word",
         "Echo (a test method): answers with the question's first word",
-        factory=factory,
+        builder=build,
         steps=lambda out: 7,
         paper_accuracy={"musique": 12.5},
         paper_cost=(1, 2, 3.0, 4.0),

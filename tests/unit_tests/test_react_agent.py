@@ -17,9 +17,9 @@ from langchain_core.outputs import ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from searchain_graph.evaluation.baselines import create_react_agent_graph
-from searchain_graph.evaluation.baselines.react import OBSERVATION_CHARS
-from searchain_graph.evaluation.baselines.react_agent import search_tool
+from searchain_graph.baselines import create_react_agent_graph
+from searchain_graph.baselines.react import OBSERVATION_CHARS
+from searchain_graph.baselines.react_agent import search_tool
 from searchain_graph.evaluation.methods import METHOD_DESCRIPTIONS, METHODS
 from searchain_graph.llms.tool_calls import chat_messages, parse_tool_calls, template_takes_tools
 from tests.fakes import QUESTION, RuleChatModel, retriever

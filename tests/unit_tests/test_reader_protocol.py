@@ -231,7 +231,7 @@ async def test_title_less_passage_in_the_graph_is_read_whole(mode: str) -> None:
 
 
 def test_baseline_reads_passages_from_the_documents() -> None:
-    from searchain_graph.evaluation.baselines import create_self_ask_graph
+    from searchain_graph.baselines import create_self_ask_graph
 
     def respond(messages: Sequence[BaseMessage]) -> str:
         if any(m.type == "ai" for m in messages):

@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from searchain_graph import BM25Retriever, ReaderOutput
-from searchain_graph.evaluation.baselines import create_self_ask_graph
+from searchain_graph.baselines import create_self_ask_graph
 from searchain_graph.llms.chat_model import TransformersChatModel
 from tests.fakes import RuleChatModel, ScriptedReader
 

@@ -2,11 +2,11 @@
 
 * :mod:`~searchain_graph.evaluation.datasets`: the datasets in their native formats;
 * :mod:`~searchain_graph.evaluation.metrics`: cover-EM, EM, F1, ROUGE-L;
-* :mod:`~searchain_graph.evaluation.baselines`: IRCoT, Self-Ask, direct retrieval, direct, CoT and
-  SearChain without IR, as LangGraph graphs;
 * :mod:`~searchain_graph.evaluation.methods`: the registry of every method ``searchain eval`` runs,
   one :class:`~searchain_graph.evaluation.method_spec.MethodSpec` record each (name, description,
-  graph factory, how its reasoning steps are counted, what it uses and needs);
+  graph builder, how its reasoning steps are counted, what it uses and needs). The methods
+  themselves are not evaluation: SearChain is :mod:`searchain_graph.method`, the baselines
+  (IRCoT, Self-Ask, CoT, ...) are :mod:`searchain_graph.baselines`;
 * :mod:`~searchain_graph.evaluation.harness`: resumable runs, one JSONL record per question and method;
 * :mod:`~searchain_graph.evaluation.report`: the paper's Tables 1-5 and plots from the records;
 * :mod:`~searchain_graph.evaluation.oracle`: verification and completion measured on gold chains.

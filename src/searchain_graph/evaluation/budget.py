@@ -6,7 +6,7 @@ from its first line: Qwen2.5-Coder-1.5B's Chain-of-Thought on StrategyQA enumera
 factors: 1. ..." and is cut so on about one question in five. The report counts these per method,
 so that a baseline's figure that is a floor reads as one.
 
-A record says so itself when its run warned :data:`~searchain_graph.evaluation.baselines.driver.CUT_BEFORE_ANSWER`.
+A record says so itself when its run warned :data:`~searchain_graph.baselines.driver.CUT_BEFORE_ANSWER`.
 Records written before that warning existed are judged from what they kept: one LLM call, its
 output tokens at the budget (the record's ``max_new_tokens``; a local model's default when the
 record names none), and no "the answer is" in the reply (for SearChain w/o IR's one Chain-of-Query,
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from searchain_graph.evaluation.baselines.common import states_answer
-from searchain_graph.evaluation.baselines.driver import CUT_BEFORE_ANSWER
+from searchain_graph.baselines.common import states_answer
+from searchain_graph.baselines.driver import CUT_BEFORE_ANSWER
 from searchain_graph.evaluation.comparisons import correct, section
 from searchain_graph.llms.chat_model import DEFAULT_MAX_NEW_TOKENS
 

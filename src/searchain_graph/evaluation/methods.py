@@ -2,7 +2,7 @@
 
 :data:`METHODS` maps a method name to its record, and everything else reads it: ``searchain eval
 --help`` lists the names and descriptions, :mod:`~searchain_graph.evaluation.harness` builds each
-graph with the record's factory and counts its reasoning steps with the record's counter, and
+graph with the record's builder and counts its reasoning steps with the record's counter, and
 :mod:`~searchain_graph.evaluation.report` prints the paper's figures from it. All methods are
 LangGraph graphs built from the same LLM, retriever and reader:
 
@@ -17,18 +17,20 @@ LangGraph graphs built from the same LLM, retriever and reader:
   same on LangChain's ``create_agent``), ``verify_and_edit`` (Zhao et al., 2023) and ``dsp``
   (Khattab et al., 2022: DSPy's multi-hop program, run by the ``dspy`` package).
 
-To add a method, write its factory below (a function that imports its graph builder when called,
-so importing this module stays cheap) and add its :class:`MethodSpec` to the records (``_SPECS``,
-in the order ``--help`` lists them); the step counters of
+To add a method, write its graph builder (a baseline: a module of :mod:`searchain_graph.baselines`)
+and add its :class:`MethodSpec` to the records (``_SPECS``, in the order ``--help`` lists them):
+the builder named by its ``"package.module:function"`` path, which is imported only when a graph
+is built, so importing this module stays cheap; ``retrieves`` and ``reads`` say whether the builder
+takes the retriever and the reader. The step counters of
 :mod:`~searchain_graph.evaluation.method_spec` cover the usual outputs. Nothing else names a
-method. :data:`METHOD_DESCRIPTIONS` is a view of the records' descriptions, kept for callers;
-:func:`parse_methods` turns a ``--methods`` value into registry names.
+method (``docs/evaluation.md``, "Adding a baseline"). :data:`METHOD_DESCRIPTIONS` is a view of the
+records' descriptions, kept for callers; :func:`parse_methods` turns a ``--methods`` value into
+registry names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from searchain_graph.evaluation.method_spec import (
     GraphFactory,
@@ -42,109 +44,7 @@ from searchain_graph.evaluation.method_spec import (
 )
 from searchain_graph.method.prompts import COQ_DEMONSTRATION_NAMES, NO_IR_DEMONSTRATION_NAMES
 
-if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
-    from langchain_core.retrievers import BaseRetriever
-
-    from searchain_graph.ir.readers.base import Reader
-
 __all__ = ["METHODS", "METHOD_DESCRIPTIONS", "GraphFactory", "MethodSpec", "parse_methods"]
-
-
-# -- the factories: (llm, retriever, reader, task) -> graph, each importing its builder on call -------
-def _searchain(**ablation: Any) -> GraphFactory:
-    """SearChain's factory, ``ablation`` switching a part off (``verification=False``...)."""
-
-    def build(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str, **options: Any) -> Any:
-        from searchain_graph.method.graph import create_searchain_graph
-
-        return create_searchain_graph(llm, retriever, reader, task=task, **ablation, **options)
-
-    return build
-
-
-def _searchain_no_ir(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str, **options: Any) -> Any:
-    from searchain_graph.evaluation.baselines import create_searchain_no_ir_graph
-
-    return create_searchain_no_ir_graph(llm, task=task, **options)
-
-
-def _ircot(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-    from searchain_graph.evaluation.baselines import create_ircot_graph
-
-    return create_ircot_graph(llm, retriever, task=task)
-
-
-def _self_ask(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-    from searchain_graph.evaluation.baselines import create_self_ask_graph
-
-    return create_self_ask_graph(llm, retriever, reader, task=task)
-
-
-def _direct_retrieval(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-    from searchain_graph.evaluation.baselines import create_direct_retrieval_graph
-
-    return create_direct_retrieval_graph(llm, retriever, task=task)
-
-
-def _direct(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-    from searchain_graph.evaluation.baselines import create_direct_graph
-
-    return create_direct_graph(llm, task=task)
-
-
-def _cot(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-    from searchain_graph.evaluation.baselines import create_cot_graph
-
-    return create_cot_graph(llm, task=task)
-
-
-def _cot_sc(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-    from searchain_graph.evaluation.baselines import create_cot_sc_graph
-
-    return create_cot_sc_graph(llm, task=task)
-
-
-def _recite(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-    from searchain_graph.evaluation.baselines import create_recite_graph
-
-    return create_recite_graph(llm, task=task)
-
-
-def _self_ask_no_ir(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-    from searchain_graph.evaluation.baselines import create_self_ask_no_ir_graph
-
-    return create_self_ask_no_ir_graph(llm, task=task)
-
-
-def _least_to_most(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-    from searchain_graph.evaluation.baselines import create_least_to_most_graph
-
-    return create_least_to_most_graph(llm, task=task)
-
-
-def _react(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-    from searchain_graph.evaluation.baselines import create_react_graph
-
-    return create_react_graph(llm, retriever, task=task)
-
-
-def _react_agent(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-    from searchain_graph.evaluation.baselines import create_react_agent_graph
-
-    return create_react_agent_graph(llm, retriever, task=task)
-
-
-def _verify_and_edit(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-    from searchain_graph.evaluation.baselines import create_verify_and_edit_graph
-
-    return create_verify_and_edit_graph(llm, retriever, task=task)
-
-
-def _dsp(llm: BaseChatModel, retriever: BaseRetriever, reader: Reader, task: str) -> Any:
-    from searchain_graph.evaluation.baselines import create_dsp_graph
-
-    return create_dsp_graph(llm, retriever, task=task)
 
 
 def _table1(hotpotqa: float, musique: float, wiki: float, strategyqa: float) -> dict[str, float]:
@@ -153,6 +53,9 @@ def _table1(hotpotqa: float, musique: float, wiki: float, strategyqa: float) -> 
 
 
 # -- the records ---------------------------------------------------------------------------------------
+SEARCHAIN = "searchain_graph.method.graph:create_searchain_graph"
+"""SearChain's builder, for the full method and its ablations (a record fixes an ablation's switch)."""
+
 SEARCHAIN_OPTIONS = ("demonstrations", "is_duplicate", "continuation")
 """What ``searchain eval`` may set on SearChain and its ablations (``--demonstrations``, ``--duplicates``,
 ``--continuation``)."""
@@ -161,7 +64,7 @@ _SPECS = (
     MethodSpec(
         "searchain",
         "SearChain (Xu et al., WWW 2024): chain-of-query, verified and completed by IR, then traced",
-        factory=_searchain(),
+        builder=SEARCHAIN,
         steps=count_references,
         retrieves=True,
         reads=True,
@@ -174,7 +77,7 @@ _SPECS = (
     MethodSpec(
         "searchain_no_ir",
         "SearChain 'w/o IR' (Xu et al. 2024): one chain-of-query from the LLM alone (Figure 8 prompt)",
-        factory=_searchain_no_ir,
+        builder="searchain_graph.baselines:create_searchain_no_ir_graph",
         steps=count_chain_nodes,
         paper_accuracy=_table1(38.36, 13.61, 40.49, 75.62),
         paper_steps=(4.16, 4.66, 5.06),
@@ -184,7 +87,8 @@ _SPECS = (
     MethodSpec(
         "searchain_no_verification",
         "SearChain 'w/o Verification' ablation (Xu et al. 2024): IR only completes unsolved queries",
-        factory=_searchain(verification=False),
+        builder=SEARCHAIN,
+        builder_kwargs={"verification": False},
         steps=count_references,
         retrieves=True,
         reads=True,
@@ -196,7 +100,8 @@ _SPECS = (
     MethodSpec(
         "searchain_no_completion",
         "SearChain 'w/o Completion' ablation (Xu et al. 2024): IR only verifies answered queries",
-        factory=_searchain(completion=False),
+        builder=SEARCHAIN,
+        builder_kwargs={"completion": False},
         steps=count_references,
         retrieves=True,
         reads=True,
@@ -208,14 +113,14 @@ _SPECS = (
     MethodSpec(  # IRCoT is not in the paper's Table 1
         "ircot",
         "IRCoT (Trivedi et al., ACL 2023): retrieval interleaved with chain-of-thought, the main baseline",
-        factory=_ircot,
+        builder="searchain_graph.baselines:create_ircot_graph",
         steps=count_rounds,
         retrieves=True,
     ),
     MethodSpec(
         "self_ask",
         "Self-Ask with retrieval (Press et al., 2023): follow-up questions answered from passages",
-        factory=_self_ask,
+        builder="searchain_graph.baselines:create_self_ask_graph",
         steps=count_rounds,
         retrieves=True,
         reads=True,
@@ -225,7 +130,7 @@ _SPECS = (
     MethodSpec(
         "direct_retrieval",
         "retrieve passages with the question, then answer from them",
-        factory=_direct_retrieval,
+        builder="searchain_graph.baselines:create_direct_retrieval_graph",
         steps=count_nothing,
         retrieves=True,
         paper_accuracy=_table1(34.09, 10.22, 30.01, 66.78),
@@ -233,14 +138,14 @@ _SPECS = (
     MethodSpec(
         "direct",
         "direct prompting, no retrieval",
-        factory=_direct,
+        builder="searchain_graph.baselines:create_direct_graph",
         steps=count_nothing,
         paper_accuracy=_table1(31.95, 5.91, 25.82, 66.25),
     ),
     MethodSpec(
         "cot",
         "chain-of-thought prompting (Wei et al., NeurIPS 2022), no retrieval",
-        factory=_cot,
+        builder="searchain_graph.baselines:create_cot_graph",
         steps=count_cot_sentences,
         paper_accuracy=_table1(35.04, 9.46, 30.41, 65.83),
         paper_steps=(2.25, 2.23, 2.19),
@@ -248,35 +153,35 @@ _SPECS = (
     MethodSpec(
         "cot_sc",
         "CoT with self-consistency (Wang et al., ICLR 2023): 5 sampled chains, majority vote, no retrieval",
-        factory=_cot_sc,
+        builder="searchain_graph.baselines:create_cot_sc_graph",
         steps=count_cot_sentences,
         paper_accuracy=_table1(36.85, 10.02, 32.68, 70.84),
     ),
     MethodSpec(
         "recite",
         "Recite-and-Answer (Sun et al., ICLR 2023): recite a passage from memory, answer from it",
-        factory=_recite,
+        builder="searchain_graph.baselines:create_recite_graph",
         steps=count_nothing,
         paper_accuracy=_table1(36.49, 10.97, 32.53, 70.47),
     ),
     MethodSpec(
         "self_ask_no_ir",
         "Self-Ask without IR (Press et al., 2023): the model answers its own follow-ups",
-        factory=_self_ask_no_ir,
+        builder="searchain_graph.baselines:create_self_ask_no_ir_graph",
         steps=count_follow_ups,
         paper_accuracy=_table1(33.95, 11.10, 35.65, 65.45),
     ),
     MethodSpec(
         "least_to_most",
         "Least-to-Most (Zhou et al., ICLR 2023): decompose, then solve sub-questions in order",
-        factory=_least_to_most,
+        builder="searchain_graph.baselines:create_least_to_most_graph",
         steps=count_rounds,
         paper_accuracy=_table1(34.05, 11.45, 32.88, 65.78),
     ),
     MethodSpec(
         "react",
         "ReAct (Yao et al., ICLR 2023), text Search/Finish actions, CoT-SC backoff (Table 1's React->CoT-SC)",
-        factory=_react,
+        builder="searchain_graph.baselines:create_react_graph",
         steps=count_rounds,
         retrieves=True,
         paper_accuracy=_table1(43.15, 15.49, 40.36, 70.43),
@@ -285,7 +190,7 @@ _SPECS = (
     MethodSpec(
         "react_agent",
         "ReAct on LangChain's create_agent with a search tool (needs bind_tools), CoT-SC backoff",
-        factory=_react_agent,
+        builder="searchain_graph.baselines:create_react_agent_graph",
         steps=count_rounds,
         retrieves=True,
         needs_tools=True,
@@ -293,7 +198,7 @@ _SPECS = (
     MethodSpec(
         "verify_and_edit",
         "Verify-and-Edit (Zhao et al., ACL 2023): CoT-SC; a split vote's rationale verified by retrieval and edited",
-        factory=_verify_and_edit,
+        builder="searchain_graph.baselines:create_verify_and_edit_graph",
         steps=count_cot_sentences,
         retrieves=True,
         paper_accuracy=_table1(44.03, 15.57, 40.83, 71.09),
@@ -302,7 +207,7 @@ _SPECS = (
     MethodSpec(
         "dsp",
         "DSP (Khattab et al., 2022): DSPy's multi-hop retrieve-then-read program, run by dspy (the eval extra)",
-        factory=_dsp,
+        builder="searchain_graph.baselines:create_dsp_graph",
         steps=count_rounds,
         retrieves=True,
         extras=("eval",),

@@ -7,7 +7,7 @@
   each answered, and a vote (their "multiple-path" recitation).
 
 A path is sampled with ``temperature`` and, where the model takes one, ``seed`` = its index, so a
-run is reproducible (:func:`~searchain_graph.evaluation.baselines.driver.sampling_options`).
+run is reproducible (:func:`~searchain_graph.baselines.driver.sampling_options`).
 Answers are compared after :func:`~searchain_graph.method.parsing.normalize_answer` (cover-EM's
 normalisation); a tie goes to the answer reached first. Each path is its own traced LLM call
 (``cot_sample``, ``recitation``, ``recite_answer``), numbered by ``searchain_round``.
@@ -23,16 +23,16 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodState, cot_prompt, final_answer, render_examples
-from searchain_graph.evaluation.baselines.driver import (
+from searchain_graph.baselines.common import MethodState, cot_prompt, final_answer, render_examples
+from searchain_graph.baselines.driver import (
     BaselineGraph,
     BaselineSettings,
     baseline_driver,
     one_node_graph,
     sampling_options,
 )
-from searchain_graph.evaluation.baselines.prompts import BASELINE_ANSWER_FORMATS
-from searchain_graph.evaluation.baselines.prompts_more import (
+from searchain_graph.baselines.prompts import (
+    BASELINE_ANSWER_FORMATS,
     RECITE_ANSWER_EXAMPLE,
     RECITE_ANSWER_PROMPT,
     RECITE_EXAMPLE,
@@ -132,7 +132,7 @@ def create_cot_sc_graph(
 ) -> BaselineGraph:
     """CoT with self-consistency (Wang et al., 2023): ``samples`` sampled chains, a majority vote.
 
-    Each chain is CoT's prompt (:func:`~searchain_graph.evaluation.baselines.create_cot_graph`)
+    Each chain is CoT's prompt (:func:`~searchain_graph.baselines.create_cot_graph`)
     sampled at ``temperature`` (Wang et al.: T = 0.7, top-k 40 for their open models); the answer
     stated most often (after normalisation) wins, and ``final_content`` is the first chain that
     states it. ``samples`` LLM calls, no retrieval, ``rounds`` = 1.

@@ -4,7 +4,7 @@ The LLM asks follow-up questions one at a time (``self_ask_generation``); each i
 its top-1 retrieved passage (``follow_up``): with the reader's *g* when a reader is given and
 *g* is non-empty (the closest analogue of the search engine's answer box that Press et al.
 used), otherwise by the LLM reading that passage
-(:data:`~searchain_graph.evaluation.baselines.prompts.SELF_ASK_READ_PROMPT`), their snippet
+(:data:`~searchain_graph.baselines.prompts.SELF_ASK_READ_PROMPT`), their snippet
 fallback. After ``max_steps`` follow-ups the model is told to answer.
 
 Press et al. prompt a completion model: the search engine's answer is written into the model's own
@@ -28,14 +28,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import (
+from searchain_graph.baselines.common import (
     MethodState,
     final_answer,
     merge_passages,
     render_examples,
     self_ask_example,
 )
-from searchain_graph.evaluation.baselines.driver import (
+from searchain_graph.baselines.driver import (
     BaselineGraph,
     BaselineSettings,
     baseline_driver,
@@ -43,7 +43,7 @@ from searchain_graph.evaluation.baselines.driver import (
     finish,
     graph_builder,
 )
-from searchain_graph.evaluation.baselines.prompts import (
+from searchain_graph.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
     SELF_ASK_FORCE_FINAL,
     SELF_ASK_INTERMEDIATE,
@@ -93,7 +93,7 @@ def create_self_ask_graph(
     * by the reader's *g*, when ``reader`` is given and *g* is non-empty (the analogue of the
       search engine's answer box that Press et al. used);
     * otherwise by the LLM reading the passage
-      (:data:`~searchain_graph.evaluation.baselines.prompts.SELF_ASK_READ_PROMPT`; with no passage
+      (:data:`~searchain_graph.baselines.prompts.SELF_ASK_READ_PROMPT`; with no passage
       it answers from its own knowledge), as Press et al. fall back to the snippet.
 
     After ``max_steps`` follow-ups the last intermediate answer comes with the instruction to

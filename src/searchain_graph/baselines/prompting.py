@@ -9,7 +9,7 @@
 
 Each is one step that makes one LLM call (``cot_generation``, ``direct_answer``,
 ``coq_generation``); CoT and direct prompting use the shared
-:func:`~searchain_graph.evaluation.baselines.driver.one_shot` step.
+:func:`~searchain_graph.baselines.driver.one_shot` step.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodState, cot_prompt, render_examples
-from searchain_graph.evaluation.baselines.driver import (
+from searchain_graph.baselines.common import MethodState, cot_prompt, render_examples
+from searchain_graph.baselines.driver import (
     BaselineGraph,
     BaselineSettings,
     baseline_driver,
     one_node_graph,
     one_shot,
 )
-from searchain_graph.evaluation.baselines.prompts import (
+from searchain_graph.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
     DIRECT_EXAMPLE,
     DIRECT_PROMPT,

@@ -34,7 +34,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, final_answer, states_answer
+from searchain_graph.baselines.common import MethodOutput, MethodState, final_answer, states_answer
 from searchain_graph.ir.readers.base import Reader
 from searchain_graph.method.context import normalize_task
 from searchain_graph.method.driver import StepDriver

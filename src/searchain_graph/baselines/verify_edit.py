@@ -26,8 +26,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodState, cot_examples, merge_passages, split_sentences
-from searchain_graph.evaluation.baselines.driver import (
+from searchain_graph.baselines.common import MethodState, cot_examples, merge_passages, split_sentences
+from searchain_graph.baselines.driver import (
     BaselineGraph,
     BaselineSettings,
     baseline_driver,
@@ -35,9 +35,13 @@ from searchain_graph.evaluation.baselines.driver import (
     finish,
     graph_builder,
 )
-from searchain_graph.evaluation.baselines.prompts import BASELINE_ANSWER_FORMATS
-from searchain_graph.evaluation.baselines.prompts_more import VE_ANSWER_PROMPT, VE_FINAL_PROMPT, VE_QUESTION_PROMPT
-from searchain_graph.evaluation.baselines.voting import check_paths, majority, voted_chains
+from searchain_graph.baselines.prompts import (
+    BASELINE_ANSWER_FORMATS,
+    VE_ANSWER_PROMPT,
+    VE_FINAL_PROMPT,
+    VE_QUESTION_PROMPT,
+)
+from searchain_graph.baselines.voting import check_paths, majority, voted_chains
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.method.steps import Generate, Retrieve, StepBody
 
@@ -83,7 +87,7 @@ def create_verify_and_edit_graph(
     """Verify-and-Edit (Zhao et al., 2023): CoT-SC; a split vote has its rationale verified and edited.
 
     ``cot_sc`` samples ``samples`` chains with CoT's prompt and votes
-    (:func:`~searchain_graph.evaluation.baselines.create_cot_sc_graph`). When fewer than
+    (:func:`~searchain_graph.baselines.create_cot_sc_graph`). When fewer than
     ``ceil(samples / 2)`` chains agree, ``verify_rationale`` takes the winning chain's first
     ``max_sentences`` rationale sentences and, for each, asks for a verifying question
     (``verifying_question``), retrieves the top-1 passage with it, selects ``facts`` sentences of

@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import (
+from searchain_graph.baselines.common import (
     ANSWER_LABEL,
     MethodState,
     cot_answer,
@@ -32,7 +32,7 @@ from searchain_graph.evaluation.baselines.common import (
     render_paragraphs,
     split_sentences,
 )
-from searchain_graph.evaluation.baselines.driver import (
+from searchain_graph.baselines.driver import (
     BaselineGraph,
     BaselineSettings,
     baseline_driver,
@@ -40,7 +40,7 @@ from searchain_graph.evaluation.baselines.driver import (
     finish,
     graph_builder,
 )
-from searchain_graph.evaluation.baselines.prompts import (
+from searchain_graph.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
     DIRECT_RETRIEVAL_EXAMPLE,
     IRCOT_EXAMPLE,
@@ -95,7 +95,7 @@ def create_ircot_graph(
     last one's paragraphs are still retrieved, for the reader). Then ``answer``:
 
     * ``answer_mode="reader"``: IRCoT's QA reader, a direct QA prompt over the collected
-      paragraphs (:data:`~searchain_graph.evaluation.baselines.prompts.IRCOT_READER_PROMPT`,
+      paragraphs (:data:`~searchain_graph.baselines.prompts.IRCOT_READER_PROMPT`,
       IRCoT's "Direct Prompting" reader); ``final_content`` is its reply.
     * ``answer_mode="cot"``: the answer stated by the chain of thought ("So the answer is:
       X"), no further LLM call; ``final_content`` is the whole chain. A chain that states no

@@ -6,10 +6,10 @@ ends the run. Yao et al.'s Wikipedia API also had ``Lookup[keyword]`` (a sentenc
 page); a passage retriever returns no pages, so the action is left out, as their own setups
 without the API do. The SearChain paper's Table 1 row is "React→CoT-SC": when ReAct does not
 finish within ``max_steps`` steps it backs off to CoT-SC (ReAct's own ReAct→CoT-SC heuristic),
-here with :func:`~searchain_graph.evaluation.baselines.create_cot_sc_graph`'s prompt and vote.
+here with :func:`~searchain_graph.baselines.create_cot_sc_graph`'s prompt and vote.
 
 For chat models with tool calling,
-:func:`~searchain_graph.evaluation.baselines.create_react_agent_graph` builds ReAct on LangChain's
+:func:`~searchain_graph.baselines.create_react_agent_graph` builds ReAct on LangChain's
 own agent instead.
 """
 
@@ -25,8 +25,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodState, final_answer, merge_passages, render_examples
-from searchain_graph.evaluation.baselines.driver import (
+from searchain_graph.baselines.common import MethodState, final_answer, merge_passages, render_examples
+from searchain_graph.baselines.driver import (
     BaselineGraph,
     BaselineSettings,
     baseline_driver,
@@ -34,16 +34,17 @@ from searchain_graph.evaluation.baselines.driver import (
     finish,
     graph_builder,
 )
-from searchain_graph.evaluation.baselines.prompts import BASELINE_ANSWER_FORMATS, Demonstration
-from searchain_graph.evaluation.baselines.prompts_more import (
+from searchain_graph.baselines.prompts import (
+    BASELINE_ANSWER_FORMATS,
     REACT_EXAMPLE,
     REACT_FINISH_HINT,
     REACT_NO_PASSAGE,
     REACT_OBSERVATION,
     REACT_PROMPT,
     REACT_STEP,
+    Demonstration,
 )
-from searchain_graph.evaluation.baselines.voting import voted_chains
+from searchain_graph.baselines.voting import voted_chains
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.method.steps import Generate, Retrieve, StepBody, StepFunction
 

@@ -1,14 +1,37 @@
-r"""Prompts and demonstrations of the baselines of Section 4.1.2: CoT, Direct, Direct Retrieval, Self-Ask, IRCoT.
+r"""Prompts and demonstrations of the baselines: Table 1 of the SearChain paper (Section 4.1.2), and IRCoT.
 
 Written for this project, not quoted from the SearChain paper (which does not print its baselines'
-prompts). Each follows the format of its own paper: chain-of-thought "Q:/A:" with "Let's think step
-by step" and "So the answer is:" (Wei et al., 2022; Kojima et al., 2022); Self-Ask's "Are follow up
-questions needed here:", "Follow up:", "Intermediate answer:" and "So the final answer is:" (Press
-et al., 2023); IRCoT's "Wikipedia Title: <title>\n<text>" paragraphs before "Q:/A:" (Trivedi et al.,
-2023). Every method shows two short demonstrations of the task family (:data:`BASELINE_DEMONSTRATIONS`),
-rendered into its own format by the graphs of :mod:`searchain_graph.evaluation.baselines`, so that
-small models see the format and large ones are not slowed by long prompts. Figure 8 (SearChain w/o
-IR) is SearChain's own prompt, :data:`~searchain_graph.method.prompts.COQ_PROMPT_NO_IR`.
+prompts). Each follows the format of its own paper, and they are grouped by method, in this order:
+
+* **CoT** (Wei et al., 2022; Kojima et al., 2022): "Q:/A:" with "Let's think step by step" and "So
+  the answer is:" (:data:`COT_PROMPT`). **CoT-SC** (Wang et al., ICLR 2023) samples CoT's own
+  prompt several times: no prompt of its own.
+* **Direct** prompting, no retrieval (:data:`DIRECT_PROMPT`).
+* **Recite-and-Answer** (Sun et al., ICLR 2023): "recite" a passage from memory, then answer from
+  the recitation (:data:`RECITE_PROMPT`, :data:`RECITE_ANSWER_PROMPT`).
+* IRCoT's paragraph layout, "Wikipedia Title: <title>\n<text>" before "Q:/A:" (Trivedi et al.,
+  2023; :data:`PARAGRAPH`), shared by **Direct Retrieval** (:data:`DIRECT_RETRIEVAL_PROMPT`) and IRCoT.
+* **Self-Ask** (Press et al., 2023): "Are follow up questions needed here:", "Follow up:",
+  "Intermediate answer:" and "So the final answer is:", a search engine answering the follow-ups
+  (:data:`SELF_ASK_PROMPT`); **without IR**, the model writes its own intermediate answers in one
+  reply (:data:`SELF_ASK_NO_IR_PROMPT`).
+* **IRCoT** (Trivedi et al., 2023): the next chain-of-thought sentence over the paragraphs so far
+  (:data:`IRCOT_REASON_PROMPT`), then a direct QA reader over them (:data:`IRCOT_READER_PROMPT`).
+* **Least-to-Most** (Zhou et al., ICLR 2023): decompose ("To answer the question ..., we need to
+  know: ..."), then solve the sub-questions in order, each with the answers before it
+  (:data:`LTM_DECOMPOSE_PROMPT`, :data:`LTM_SOLVE_PROMPT`).
+* **ReAct** (Yao et al., ICLR 2023), text format: "Thought:", "Action: Search[...]" or
+  "Action: Finish[...]", "Observation:" (:data:`REACT_PROMPT`); on LangChain's agent, its
+  instruction as a system prompt and the search tool's description (:data:`REACT_AGENT_PROMPT`).
+* **Verify-and-Edit** (Zhao et al., ACL 2023): a verifying question per rationale sentence, its
+  answer from retrieved facts, the edited rationale, then the answer (:data:`VE_QUESTION_PROMPT`,
+  :data:`VE_ANSWER_PROMPT`, :data:`VE_FINAL_PROMPT`).
+
+Every method shows the same two short demonstrations of the task family
+(:data:`BASELINE_DEMONSTRATIONS`), rendered into its own format by the graphs of
+:mod:`searchain_graph.baselines`, so that small models see the format and large ones are not slowed
+by long prompts. Figure 8 (SearChain w/o IR) is SearChain's own prompt,
+:data:`~searchain_graph.method.prompts.COQ_PROMPT_NO_IR`.
 
 Placeholders use :meth:`str.format` fields.
 """
@@ -205,7 +228,8 @@ BASELINE_ANSWER_FORMATS: dict[str, str] = {
 BASELINE_EXAMPLE_SEPARATOR = "\n\n"
 """Between two rendered demonstrations."""
 
-# --- Chain-of-Thought (Wei et al., 2022), with Kojima et al.'s "Let's think step by step" cue.
+# --- Chain-of-Thought (Wei et al., 2022), with Kojima et al.'s "Let's think step by step" cue; CoT-SC
+# (Wang et al., 2023) samples this same prompt several times and has no prompt of its own.
 COT_PROMPT = """Answer the question. Think step by step, then end with "So the answer is: <answer>." {answer_format}
 
 {examples}
@@ -229,6 +253,31 @@ A:"""
 DIRECT_EXAMPLE = "Q: {question}\nA: {answer}"
 """One direct demonstration."""
 
+# --- Recite-and-Answer (Sun et al., 2023): recitation, then the answer from it.
+RECITE_PROMPT = """Recite a paragraph that you remember and that answers the question. Write it after \
+"Recitation:". Do not answer the question yet.
+
+{examples}
+
+Question: {question}
+Recitation:"""
+"""Step 1: the model recites a passage from its own memory."""
+
+RECITE_EXAMPLE = "Question: {question}\nRecitation: {recitation}"
+"""One recitation demonstration (the demonstration's paragraphs, joined)."""
+
+RECITE_ANSWER_PROMPT = """Answer the question from the recitation. {answer_format} Reply with the answer only.
+
+{examples}
+
+Recitation: {recitation}
+Q: {question}
+A:"""
+"""Step 2: the answer, read from the recitation."""
+
+RECITE_ANSWER_EXAMPLE = "Recitation: {recitation}\nQ: {question}\nA: {answer}"
+"""One answer-from-recitation demonstration."""
+
 # --- Paragraph layout of IRCoT (Trivedi et al., 2023), shared by Direct Retrieval and IRCoT.
 PARAGRAPH = "Wikipedia Title: {title}\n{text}"
 """One retrieved paragraph; a passage without a title is shown as its text alone."""
@@ -240,7 +289,7 @@ NO_PARAGRAPHS = "(No paragraphs were found.)"
 """Shown in place of the paragraphs when retrieval returned nothing."""
 
 # --- Direct Retrieval (the SearChain paper's "Direct": retrieve with the question, give the passages,
-# answer); also IRCoT's "Direct Prompting" QA reader over the paragraphs it collected.
+# answer); also IRCoT's "Direct Prompting" QA reader over the paragraphs it collected (below).
 DIRECT_RETRIEVAL_PROMPT = """Answer the question using the paragraphs. {answer_format} Reply with the answer only.
 
 {examples}
@@ -253,9 +302,6 @@ A:"""
 
 DIRECT_RETRIEVAL_EXAMPLE = "{paragraphs}\n\nQ: {question}\nA: {answer}"
 """One retrieve-then-read demonstration."""
-
-IRCOT_READER_PROMPT = DIRECT_RETRIEVAL_PROMPT
-"""IRCoT's final QA reader ("Direct Prompting" over all collected paragraphs, Section 3.2 of IRCoT)."""
 
 # --- Self-Ask (Press et al., 2023), with a search engine answering the follow-up questions.
 SELF_ASK_PROMPT = """Answer the question by asking simpler follow up questions, one at a time. Write each \
@@ -294,6 +340,17 @@ what you know."""
 SELF_ASK_NO_PASSAGE = "(No passage was found.)"
 """Shown in place of the passage when retrieval returned nothing."""
 
+# --- Self-Ask without IR (Press et al., 2023): the model answers its own follow-ups.
+SELF_ASK_NO_IR_PROMPT = """Answer the question by asking simpler follow up questions, one at a time. Write \
+each after "Follow up:" and answer it yourself after "Intermediate answer:". When you can answer, write \
+"So the final answer is: <answer>". {answer_format}
+
+{examples}
+
+Question: {question}
+Are follow up questions needed here:"""
+"""Self-Ask in one reply: follow-ups and intermediate answers all from the model."""
+
 # --- IRCoT (Trivedi et al., 2023): the "reason" step writes the next chain-of-thought sentence.
 IRCOT_REASON_PROMPT = """Answer the question by reasoning step by step over the paragraphs, one fact per \
 sentence. Continue the answer after "A:" with its next sentence only. When you know the answer, write \
@@ -309,3 +366,102 @@ A: {cot}"""
 
 IRCOT_EXAMPLE = "{paragraphs}\n\nQ: {question}\nA: {reasoning} So the answer is: {answer}."
 """One IRCoT demonstration (its paragraphs, then the whole chain of thought)."""
+
+IRCOT_READER_PROMPT = DIRECT_RETRIEVAL_PROMPT
+"""IRCoT's final QA reader ("Direct Prompting" over all collected paragraphs, Section 3.2 of IRCoT)."""
+
+# --- Least-to-Most (Zhou et al., 2023): decomposition, then sequential solving.
+LTM_DECOMPOSE_PROMPT = """Break the question down into the simpler questions that must be answered \
+first, each in double quotes, easiest first.
+
+{examples}
+
+Q: {question}
+A: To answer the question "{question}", we need to know:"""
+"""Stage 1: decomposition into quoted sub-questions."""
+
+LTM_DECOMPOSE_EXAMPLE = 'Q: {question}\nA: To answer the question "{question}", we need to know: {sub_questions}.'
+"""One decomposition demonstration; ``sub_questions`` is the quoted questions joined by ", "."""
+
+LTM_SOLVE_PROMPT = """Answer the last question, using the answers to the questions before it. \
+{answer_format} Reply with the answer to the last question only.
+
+{examples}
+
+{solved}Q: {question}
+A:"""
+"""Stage 2: one sub-question (or, last, the question) after the ones already solved."""
+
+LTM_SOLVE_EXAMPLE = "{solved}Q: {question}\nA: {answer}"
+"""One solving demonstration: its sub-questions solved, then the question."""
+
+LTM_SOLVED = "Q: {question}\nA: {answer}\n"
+"""A solved sub-question in the context of the next."""
+
+# --- ReAct (Yao et al., 2023), text format, with the retriever as the search action.
+REACT_PROMPT = """Solve the question with interleaving Thought, Action, Observation steps. Thought can \
+reason about the current situation. Action can be two types:
+(1) Search[query], which searches the knowledge source and returns the most relevant paragraph.
+(2) Finish[answer], which returns the answer and finishes the task.
+{answer_format}
+
+{examples}
+
+Question: {question}
+{scratchpad}"""
+"""ReAct's prompt; ``scratchpad`` holds the Thought/Action/Observation lines so far."""
+
+REACT_EXAMPLE = "Question: {question}\n{steps}"
+"""One ReAct demonstration: its Thought/Action/Observation steps and the Finish action."""
+
+REACT_STEP = "Thought {n}: {thought}\nAction {n}: {action}\n"
+"""A thought and its action (the observation follows a Search)."""
+
+REACT_OBSERVATION = "Observation {n}: {observation}\n"
+"""What a Search action returned."""
+
+REACT_NO_PASSAGE = "No paragraph was found. Try another search."
+"""The observation of a search that found nothing."""
+
+REACT_FINISH_HINT = "Thought {n}:"
+"""Where the model continues the scratchpad."""
+
+# --- ReAct on LangChain's agent (create_agent): the tool call is the action, its result the observation.
+REACT_AGENT_PROMPT = """Answer the question. The search tool searches the knowledge source and returns its \
+most relevant paragraph: search for one fact at a time, as often as you need, and reason about what each \
+search returned. When you know the answer, reply without calling a tool and end with "So the answer is: \
+<answer>." {answer_format}"""
+"""The agent's system prompt (ReAct's instruction, in tool-calling form)."""
+
+REACT_AGENT_TOOL = "Search the knowledge source; returns its most relevant paragraph for the query."
+"""The search tool's description, as the model sees it."""
+
+# --- Verify-and-Edit (Zhao et al., 2023): verifying questions, retrieved facts, edited rationale.
+VE_QUESTION_PROMPT = """Write one question that checks the fact stated in the sentence. Reply with the \
+question only.
+
+Sentence: Arthur's Magazine was started in 1844.
+Question: When was Arthur's Magazine started?
+
+Sentence: Mack Rides is a company from Germany.
+Question: Which country is Mack Rides from?
+
+Sentence: {sentence}
+Question:"""
+"""Verifying-question generation for one rationale sentence (Zhao et al.'s first step)."""
+
+VE_ANSWER_PROMPT = """Using the facts, answer the question in one sentence that states the fact.
+
+Facts: {facts}
+Question: {question}
+Answer:"""
+"""The edited rationale sentence: the verifying question answered from the retrieved facts."""
+
+VE_FINAL_PROMPT = """Answer the question from the reasoning. {answer_format} End with "So the answer is: \
+<answer>."
+
+{examples}
+
+Q: {question}
+A: Let's think step by step. {rationale} So the answer is:"""
+"""Answer re-generation after the rationale was edited."""

@@ -18,8 +18,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodState, render_examples, self_ask_example
-from searchain_graph.evaluation.baselines.driver import (
+from searchain_graph.baselines.common import MethodState, render_examples, self_ask_example
+from searchain_graph.baselines.driver import (
     BaselineGraph,
     BaselineSettings,
     baseline_driver,
@@ -28,17 +28,15 @@ from searchain_graph.evaluation.baselines.driver import (
     graph_builder,
     one_node_graph,
 )
-from searchain_graph.evaluation.baselines.prompts import (
+from searchain_graph.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
-    Demonstration,
-)
-from searchain_graph.evaluation.baselines.prompts_more import (
     LTM_DECOMPOSE_EXAMPLE,
     LTM_DECOMPOSE_PROMPT,
     LTM_SOLVE_EXAMPLE,
     LTM_SOLVE_PROMPT,
     LTM_SOLVED,
     SELF_ASK_NO_IR_PROMPT,
+    Demonstration,
 )
 from searchain_graph.method.steps import Generate, StepBody
 
@@ -163,7 +161,7 @@ def create_self_ask_no_ir_graph(
     """Self-Ask without retrieval (Press et al., 2023): follow-ups and their answers in one reply.
 
     The Self-Ask demonstrations and format of
-    :func:`~searchain_graph.evaluation.baselines.create_self_ask_graph`, but nothing stops the
+    :func:`~searchain_graph.baselines.create_self_ask_graph`, but nothing stops the
     model at "Intermediate answer:": it answers its own follow-ups and ends with "So the final
     answer is: ...". One LLM call, ``rounds`` = 1.
 

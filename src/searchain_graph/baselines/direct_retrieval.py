@@ -15,13 +15,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import (
+from searchain_graph.baselines.common import (
     MethodState,
     render_examples,
     render_paragraph,
     render_paragraphs,
 )
-from searchain_graph.evaluation.baselines.driver import (
+from searchain_graph.baselines.driver import (
     BaselineGraph,
     BaselineSettings,
     baseline_driver,
@@ -29,7 +29,7 @@ from searchain_graph.evaluation.baselines.driver import (
     graph_builder,
     one_shot,
 )
-from searchain_graph.evaluation.baselines.prompts import (
+from searchain_graph.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
     DIRECT_RETRIEVAL_EXAMPLE,
     DIRECT_RETRIEVAL_PROMPT,

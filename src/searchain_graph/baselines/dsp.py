@@ -35,8 +35,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodState, final_answer, merge_passages
-from searchain_graph.evaluation.baselines.driver import (
+from searchain_graph.baselines.common import MethodState, final_answer, merge_passages
+from searchain_graph.baselines.driver import (
     BaselineGraph,
     BaselineSettings,
     baseline_driver,

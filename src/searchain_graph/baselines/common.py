@@ -6,7 +6,7 @@ reply) and :func:`reasoning_steps` (the paper's Table 4 count of CoT steps), the
 paragraphs in IRCoT's "Wikipedia Title:" layout (Trivedi et al., 2023;
 :func:`render_paragraphs`), the deduplicating merge of retrieved passages
 (:func:`merge_passages`), and the rendering of the two demonstrations of
-:mod:`~searchain_graph.evaluation.baselines.prompts` into each method's format
+:mod:`~searchain_graph.baselines.prompts` into each method's format
 (:func:`render_examples`, :func:`cot_prompt`, :func:`self_ask_example`).
 """
 
@@ -18,7 +18,7 @@ from typing import Annotated, Any, NotRequired
 
 from typing_extensions import TypedDict
 
-from searchain_graph.evaluation.baselines.prompts import (
+from searchain_graph.baselines.prompts import (
     BASELINE_ANSWER_FORMATS,
     BASELINE_DEMONSTRATIONS,
     BASELINE_EXAMPLE_SEPARATOR,

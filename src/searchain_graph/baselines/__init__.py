@@ -23,24 +23,29 @@ retrieved passages the method used)::
 The other SearChain ablations are ``create_searchain_graph(..., verification=False)`` and
 ``completion=False``.
 
+Baselines are methods, like SearChain: this package sits beside :mod:`searchain_graph.method`, on
+its layer, and imports only it, :mod:`searchain_graph.ir` and :mod:`searchain_graph.llms`, never
+the evaluation that runs them. ``searchain eval`` finds each factory through its record in
+:data:`searchain_graph.evaluation.methods.METHODS`; a new baseline is a module here plus one
+record there (``docs/evaluation.md``, "Adding a baseline").
+
 Modules, one per method family:
 
-* :mod:`~searchain_graph.evaluation.baselines.prompting`: no retrieval: CoT (Wei et al., 2022;
+* :mod:`~searchain_graph.baselines.prompting`: no retrieval: CoT (Wei et al., 2022;
   Kojima et al., 2022), direct prompting and SearChain w/o IR (Xu et al., 2024, Figure 8);
-* :mod:`~searchain_graph.evaluation.baselines.direct_retrieval`: the SearChain paper's "Direct
+* :mod:`~searchain_graph.baselines.direct_retrieval`: the SearChain paper's "Direct
   Retrieval" (retrieve with the question, then answer);
-* :mod:`~searchain_graph.evaluation.baselines.self_ask`: Self-Ask (Press et al., 2023);
-* :mod:`~searchain_graph.evaluation.baselines.ircot`: IRCoT (Trivedi et al., 2023);
-* :mod:`~searchain_graph.evaluation.baselines.voting`: CoT-SC and Recite-and-Answer (sampled
-  paths and a vote); :mod:`~searchain_graph.evaluation.baselines.decomposition`: Least-to-Most and
-  Self-Ask w/o IR; :mod:`~searchain_graph.evaluation.baselines.react`: ReAct (text);
-  :mod:`~searchain_graph.evaluation.baselines.react_agent`: ReAct on LangChain's agent;
-  :mod:`~searchain_graph.evaluation.baselines.verify_edit`: Verify-and-Edit;
-  :mod:`~searchain_graph.evaluation.baselines.dsp`: DSP, run by the ``dspy`` package (imported on use);
-* :mod:`~searchain_graph.evaluation.baselines.prompts`: their prompts and demonstrations
-  (:mod:`~searchain_graph.evaluation.baselines.prompts_more` for the methods added later);
-* :mod:`~searchain_graph.evaluation.baselines.common`: the shared state, answer parsing and
-  paragraph rendering; :mod:`~searchain_graph.evaluation.baselines.driver`: how a baseline is
+* :mod:`~searchain_graph.baselines.self_ask`: Self-Ask (Press et al., 2023);
+* :mod:`~searchain_graph.baselines.ircot`: IRCoT (Trivedi et al., 2023);
+* :mod:`~searchain_graph.baselines.voting`: CoT-SC and Recite-and-Answer (sampled
+  paths and a vote); :mod:`~searchain_graph.baselines.decomposition`: Least-to-Most and
+  Self-Ask w/o IR; :mod:`~searchain_graph.baselines.react`: ReAct (text);
+  :mod:`~searchain_graph.baselines.react_agent`: ReAct on LangChain's agent;
+  :mod:`~searchain_graph.baselines.verify_edit`: Verify-and-Edit;
+  :mod:`~searchain_graph.baselines.dsp`: DSP, run by the ``dspy`` package (imported on use);
+* :mod:`~searchain_graph.baselines.prompts`: their prompts and demonstrations, grouped by method;
+* :mod:`~searchain_graph.baselines.common`: the shared state, answer parsing and
+  paragraph rendering; :mod:`~searchain_graph.baselines.driver`: how a baseline is
   built on SearChain's step protocol (its settings, its driver, the shared steps and the graph).
 
 Every node is a step, written as SearChain's are (:mod:`searchain_graph.method.steps`): a
@@ -55,7 +60,7 @@ Design choices (see each factory for details):
 
 * **Self-Ask** answers each follow-up from the top-1 passage retrieved for it: with the
   reader's *g* when a reader is given and *g* is non-empty, otherwise by asking the LLM to
-  read that passage (:data:`~searchain_graph.evaluation.baselines.prompts.SELF_ASK_READ_PROMPT`).
+  read that passage (:data:`~searchain_graph.baselines.prompts.SELF_ASK_READ_PROMPT`).
   Press et al. used a search engine's answer box; the reader's span is the closest analogue, the
   LLM reading the snippet is their fallback. After ``max_steps`` follow-ups the model is told to
   answer.
@@ -75,21 +80,21 @@ reading's run is named after its step unless it runs in the node of that name (a
 name twice); an LLM call's run keeps the model's name.
 """
 
-from searchain_graph.evaluation.baselines.common import MethodOutput, MethodState, final_answer, reasoning_steps
-from searchain_graph.evaluation.baselines.decomposition import create_least_to_most_graph, create_self_ask_no_ir_graph
-from searchain_graph.evaluation.baselines.direct_retrieval import create_direct_retrieval_graph
-from searchain_graph.evaluation.baselines.dsp import create_dsp_graph
-from searchain_graph.evaluation.baselines.ircot import create_ircot_graph, first_sentence
-from searchain_graph.evaluation.baselines.prompting import (
+from searchain_graph.baselines.common import MethodOutput, MethodState, final_answer, reasoning_steps
+from searchain_graph.baselines.decomposition import create_least_to_most_graph, create_self_ask_no_ir_graph
+from searchain_graph.baselines.direct_retrieval import create_direct_retrieval_graph
+from searchain_graph.baselines.dsp import create_dsp_graph
+from searchain_graph.baselines.ircot import create_ircot_graph, first_sentence
+from searchain_graph.baselines.prompting import (
     create_cot_graph,
     create_direct_graph,
     create_searchain_no_ir_graph,
 )
-from searchain_graph.evaluation.baselines.react import create_react_graph
-from searchain_graph.evaluation.baselines.react_agent import create_react_agent_graph
-from searchain_graph.evaluation.baselines.self_ask import create_self_ask_graph
-from searchain_graph.evaluation.baselines.verify_edit import create_verify_and_edit_graph
-from searchain_graph.evaluation.baselines.voting import create_cot_sc_graph, create_recite_graph
+from searchain_graph.baselines.react import create_react_graph
+from searchain_graph.baselines.react_agent import create_react_agent_graph
+from searchain_graph.baselines.self_ask import create_self_ask_graph
+from searchain_graph.baselines.verify_edit import create_verify_and_edit_graph
+from searchain_graph.baselines.voting import create_cot_sc_graph, create_recite_graph
 from searchain_graph.method.question import InvalidQuestionError
 
 __all__ = [

@@ -3,7 +3,7 @@
 This is how LangChain users do ReAct: the chat model calls a ``search`` tool (its reasoning is the
 text around the call, the tool's result is the observation) until it replies without a call. The
 tool wraps the harness's retriever and returns the top-1 passage (at most
-:data:`~searchain_graph.evaluation.baselines.react.OBSERVATION_CHARS` characters), with the passage
+:data:`~searchain_graph.baselines.react.OBSERVATION_CHARS` characters), with the passage
 as the tool message's artifact. ``ModelCallLimitMiddleware`` ends a run after ``max_steps`` model
 calls; a run that ends there or without an answer backs off to CoT-SC, as the text ReAct does
 (Table 1's "React→CoT-SC").
@@ -11,7 +11,7 @@ calls; a run that ends there or without an answer backs off to CoT-SC, as the te
 The model must take tools (``bind_tools``): OpenAI-compatible models do, and so does
 :class:`~searchain_graph.llms.chat_model.TransformersChatModel` through its chat template or a
 text protocol (:mod:`~searchain_graph.llms.tool_calls`). A model that never calls the tool gives
-a closed-book answer here; :func:`~searchain_graph.evaluation.baselines.create_react_graph` is the
+a closed-book answer here; :func:`~searchain_graph.baselines.create_react_graph` is the
 text-format ReAct for such models.
 """
 
@@ -30,8 +30,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START
 from langgraph.types import RetryPolicy
 
-from searchain_graph.evaluation.baselines.common import MethodState, final_answer, merge_passages
-from searchain_graph.evaluation.baselines.driver import (
+from searchain_graph.baselines.common import MethodState, final_answer, merge_passages
+from searchain_graph.baselines.driver import (
     BaselineGraph,
     BaselineSettings,
     baseline_driver,
@@ -39,9 +39,13 @@ from searchain_graph.evaluation.baselines.driver import (
     compile_graph,
     graph_builder,
 )
-from searchain_graph.evaluation.baselines.prompts import BASELINE_ANSWER_FORMATS
-from searchain_graph.evaluation.baselines.prompts_more import REACT_AGENT_PROMPT, REACT_AGENT_TOOL, REACT_NO_PASSAGE
-from searchain_graph.evaluation.baselines.react import OBSERVATION_CHARS, check_steps, cot_sc_backoff
+from searchain_graph.baselines.prompts import (
+    BASELINE_ANSWER_FORMATS,
+    REACT_AGENT_PROMPT,
+    REACT_AGENT_TOOL,
+    REACT_NO_PASSAGE,
+)
+from searchain_graph.baselines.react import OBSERVATION_CHARS, check_steps, cot_sc_backoff
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.method.calls import call_usage, doc_dict, message_text, trace_config
 from searchain_graph.method.state import DocumentDict, Usage, add_usage, empty_usage
