@@ -16,7 +16,7 @@ For each size, a corpus is synthesised to a JSONL file as in ``benchmarks/retrie
 
     python benchmarks/bm25_scale.py --sizes 1000000 5000000 --workdir /tmp/bm25-scale
 
-Targets (issue 13), at 5M passages: build >= 15k passages/s, peak RSS <= 4 GB, query p50 <= 10 ms.
+Targets, at 5M passages: build >= 15k passages/s, peak RSS <= 4 GB, query p50 <= 10 ms.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 from retrieval import iter_synthetic, percentile, queries  # noqa: E402
 
-from searchain_graph.ir.bm25 import BM25Index, retain_freed_memory  # noqa: E402
+from searchain_graph.ir.bm25.index import BM25Index, retain_freed_memory  # noqa: E402
 from searchain_graph.ir.index import load_index  # noqa: E402
 from searchain_graph.ir.tantivy_index import TantivyRetriever  # noqa: E402
 

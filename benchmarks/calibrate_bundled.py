@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from searchain_graph.evaluation.calibration import Calibration, calibrate, dataset_retriever
-from searchain_graph.evaluation.datasets import load_dataset
+from searchain_graph.evaluation.dataset_loading import load_dataset
 from searchain_graph.evaluation.oracle import sweep
 from searchain_graph.ir.readers.bundled import BUNDLED_READER_DIR, BundledReader, _calibration_file
 from searchain_graph.ir.readers.calibration import save_threshold

@@ -1,7 +1,7 @@
 """Replay the duplicate guard over the duplicates that evaluation records hold.
 
 A SearChain tree records each node ``DuplicateQuery`` skipped, with the earlier query it matched
-(``duplicate_of``). After a change to :func:`~searchain_graph.ir.query_guard.comparable`, this
+(``duplicate_of``). After a change to :func:`~searchain_graph.method.adaptations.query_kinds.comparable`, this
 lists the recorded decisions the guard now rejects: the (question, method) pairs whose run would
 go otherwise, and so must run again. Nothing is called but the guard (no encoder, no LLM)::
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from searchain_graph.evaluation.harness import read_records
     from searchain_graph.evaluation.report import latest_records
-    from searchain_graph.ir.query_guard import comparable
+    from searchain_graph.method.adaptations.query_kinds import comparable
 
     for path in args.results:
         records = read_records(path)

@@ -1,4 +1,4 @@
-"""Calibrate :class:`~searchain_graph.ir.query_similarity.SemanticDuplicate`'s threshold on dev data.
+"""Calibrate :class:`~searchain_graph.method.adaptations.same_meaning.SemanticDuplicate`'s threshold on dev data.
 
 ``DuplicateQuery`` must say "same query" for a paraphrase (else a small model's rewording is
 corrected again, round after round) and "new query" for another step of the same question (else a
@@ -13,7 +13,7 @@ node that needed checking is skipped). Dev data for both, from a dataset's gold 
   ("Where was X born?" / "When was X born?"), which a bi-encoder scores near 1.
 
 Each share is given for the cosine alone and with the answer-kind guard of
-:func:`~searchain_graph.ir.query_guard.comparable` (the default rule).
+:func:`~searchain_graph.method.adaptations.query_kinds.comparable` (the default rule).
 
 For each threshold it prints the share of duplicates recognised and of distinct pairs taken for
 duplicates, and chooses the lowest threshold that takes at most ``--max-false`` (1%) of the hard
@@ -51,10 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
 
-    from searchain_graph.evaluation.datasets import load_dataset
+    from searchain_graph.evaluation.dataset_loading import load_dataset
     from searchain_graph.evaluation.oracle import build_oracle_nodes
-    from searchain_graph.ir.query_guard import comparable
-    from searchain_graph.ir.query_similarity import SemanticDuplicate
+    from searchain_graph.method.adaptations.query_kinds import comparable
+    from searchain_graph.method.adaptations.same_meaning import SemanticDuplicate
 
     nodes = build_oracle_nodes(load_dataset(args.dataset, args.data), wrong_fraction=0.0, unsolved_fraction=0.0)
     by_question: dict[str, list[str]] = {}

@@ -115,13 +115,13 @@ def make_llm(model: str, candidate: str, batch: int = 1) -> Any:
 
 
 def chat_ids(llm: Any, turns: list[tuple[str, str]]) -> list[int]:
-    from searchain_graph.method.layouts import turn_dicts
+    from searchain_graph.method.adaptations.turns import turn_dicts
 
     return llm._encode(turn_dicts(turns))  # type: ignore[no-any-return]
 
 
 def round1(question: str) -> list[tuple[str, str]]:
-    from searchain_graph.method.layouts import coq_turns
+    from searchain_graph.method.adaptations.turns import coq_turns
 
     return coq_turns("multihop", question, layout="turns")
 

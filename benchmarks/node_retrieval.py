@@ -30,8 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from searchain_graph.evaluation.datasets import corpus_paragraphs, detect_dataset, load_dataset
-from searchain_graph.ir.bm25_retriever import BM25Retriever
+from searchain_graph.evaluation.dataset_loading import corpus_paragraphs, detect_dataset, load_dataset
+from searchain_graph.ir.bm25.retriever import BM25Retriever
 from searchain_graph.method.parsing import answer_contains
 
 WAYS: dict[str, tuple[Callable[[str, str], str], int]] = {

@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 
 from searchain_graph.evaluation.calibration import DEFAULT_MAX_BROKEN, calibrate, dataset_retriever
-from searchain_graph.evaluation.datasets import load_dataset
+from searchain_graph.evaluation.dataset_loading import load_dataset
 from searchain_graph.ir.readers.load import load_reader
 from searchain_graph.llms.chat_model import TransformersChatModel
 from searchain_graph.llms.loading import load_chat_model

@@ -4,7 +4,7 @@ A BM25 index of the 1,999 shipped HotpotQA paragraphs is built in a temporary di
 served by ``searchain serve-index`` (a subprocess on a free 127.0.0.1 port). The shipped HotpotQA
 questions and their first halves are then sent, k=3, by
 
-* old: the ``RemoteRetriever`` of commit ``f07496b`` (``git show``; the code before issue 35),
+* old: the ``RemoteRetriever`` of commit ``f07496b`` (``git show``; the code before the connection pool),
   which opens a new HTTP client (and connection) for every query; where git cannot give it, a
   new retriever per query, closed after it, stands in (``--old fresh``);
 * new: the current ``RemoteRetriever``, one client reused over all queries;
@@ -12,7 +12,7 @@ questions and their first halves are then sent, k=3, by
 at concurrency 1 and 16: sync ``invoke`` from 1 or 16 threads, async ``ainvoke`` from 1 or 16
 tasks under ``asyncio.gather``, each sending its share one query after the other. Each cell
 prints queries/s and the p50/p95 latency of one query, old and new in the same run, and checks
-that both return the same passages. Target (issue 35): new >= 5x old queries/s at concurrency 16.
+that both return the same passages. Target: new >= 5x old queries/s at concurrency 16.
 
 The machine is shared with a background training job (``training/train_reader.py``): its
 processes are stopped (SIGSTOP) for the timed part and continued (SIGCONT) right after, also on

@@ -11,7 +11,7 @@ are the shipped HotpotQA questions plus their sub-question-like prefixes.
 
 Prints two build figures: the BM25 engine alone (``BM25Index.build`` over texts in memory) and
 the whole ``build_index`` pipeline that ``searchain index`` runs (reading and parsing the JSONL,
-writing the passage store, indexing, saving). Targets (issue 3): BM25 build >= 20k passages/s,
+writing the passage store, indexing, saving). Targets: BM25 build >= 20k passages/s,
 BM25 query p50 <= 5 ms at 100k passages.
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
-from searchain_graph.ir.bm25 import BM25Index
+from searchain_graph.ir.bm25.index import BM25Index
 from searchain_graph.ir.corpus import load_corpus, passage_text
 from searchain_graph.ir.index import build_index, load_index
 

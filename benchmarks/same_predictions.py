@@ -12,6 +12,9 @@ before and after::
     PYTHONPATH=/tmp/before/src python benchmarks/same_predictions.py --out runs/before.jsonl
     python benchmarks/same_predictions.py --out runs/after.jsonl --compare runs/before.jsonl
 
+A version whose defaults changed gives the other's explicitly (``--options '{"preset": "tuned",
+"demonstrations": "instruction", "duplicates": "text"}'``: the defaults before the presets).
+
 Greedy decoding on one machine is deterministic, so the two runs are comparable exactly; on two
 machines the LLM's arithmetic may differ, so run both on one.
 """
@@ -30,10 +33,14 @@ SHARED = Path(os.environ.get("SEARCHAIN_SHARED_DATA", ROOT.parent / "shared" / "
 COMPARED = ("prediction", "final_content", "rounds", "steps", "usage", "sources", "cited", "tree", "warnings")
 
 
-def run(out: Path, questions: int, methods: list[str]) -> None:
-    """The integration run: ``methods`` on ``questions`` HotpotQA questions, records to ``out``."""
+def run(out: Path, questions: int, methods: list[str], options: dict[str, Any] | None = None) -> None:
+    """The integration run: ``methods`` on ``questions`` HotpotQA questions, records to ``out``.
+
+    ``options`` are the methods' options as ``searchain eval`` gives them (SearChain's ``Context``
+    fields): a version whose defaults changed is run with the other version's settings given.
+    """
     from searchain_graph import BM25Retriever, TransformersChatModel
-    from searchain_graph.evaluation.datasets import load_dataset
+    from searchain_graph.evaluation.dataset_loading import load_dataset
     from searchain_graph.evaluation.harness import run_evaluation
     from searchain_graph.ir.readers.load import load_reader
 
@@ -42,7 +49,15 @@ def run(out: Path, questions: int, methods: list[str]) -> None:
     examples = load_dataset("hotpotqa", path, limit=questions)
     llm = TransformersChatModel.from_smollm2(max_new_tokens=160).load()
     retriever = BM25Retriever.from_files(ROOT / "examples/data/hotpotqa_dev200_paragraphs.jsonl", k=3)
-    run_evaluation(examples, methods, llm=llm, retriever=retriever, reader=load_reader("bundled", llm), out_path=out)
+    run_evaluation(
+        examples,
+        methods,
+        llm=llm,
+        retriever=retriever,
+        reader=load_reader("bundled", llm),
+        out_path=out,
+        options=options,
+    )
 
 
 def _strip_seconds(value: Any) -> Any:
@@ -81,12 +96,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=5)
     parser.add_argument("--methods", default="all", help="comma-separated method names, or all")
     parser.add_argument("--compare", type=Path, default=None, help="records of the other version")
+    parser.add_argument(
+        "--options",
+        type=json.loads,
+        default=None,
+        metavar="JSON",
+        help='the methods\' options, e.g. \'{"demonstrations": "instruction", "duplicates": "text"}\'',
+    )
     parser.add_argument("--no-run", action="store_true", help="only compare the files as they are")
     args = parser.parse_args(argv)
     from searchain_graph.evaluation.methods import parse_methods
 
     if not args.no_run:
-        run(args.out, args.questions, parse_methods(args.methods))
+        run(args.out, args.questions, parse_methods(args.methods), args.options)
     if args.compare is None:
         return 0
     lines = compare(args.out, args.compare)

@@ -1,4 +1,4 @@
-"""The paper's exact IR side: ColBERTv2 retrieval and the DPR reader, with θ = 1.5 and 5 rounds.
+"""The paper's setup: its method as written (``preset="paper"``), ColBERTv2, the DPR reader, θ = 1.5.
 
 SearChain (Xu et al., WWW 2024, Section 4.1) retrieves the top-1 passage with ColBERTv2 and
 reads it with DPR's reader (``facebook/dpr-reader-multiset-base`` in the authors' code);
@@ -24,7 +24,7 @@ import json
 import sys
 from pathlib import Path
 
-from searchain_graph import DPRReader, ModelNotFoundError, create_searchain_graph, load_chat_model
+from searchain_graph import Context, DPRReader, ModelNotFoundError, create_searchain_graph, load_chat_model
 from searchain_graph.ir.index import build_index, load_index
 from searchain_graph.ir.index_dir import read_manifest
 
@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"paper_setup: {exc}", file=sys.stderr)
         return 2
 
-    graph = create_searchain_graph(llm, retriever, reader, confidence_threshold=1.5, max_rounds=5)
+    paper = Context(preset="paper", confidence_threshold=1.5, max_rounds=5)
+    graph = create_searchain_graph(llm, retriever, reader, paper)
     if args.question:
         questions = [(args.question, [])]
     else:

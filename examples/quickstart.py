@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchain_graph import BM25Retriever, BundledReader, SearChainContext, create_searchain_graph, load_chat_model
+from searchain_graph import BM25Retriever, BundledReader, Context, create_searchain_graph, load_chat_model
 
 DATA = Path(__file__).parent / "data"
 
@@ -21,7 +21,7 @@ def main() -> None:
 
     question = "Where was the performer of Spirit If... born?"
     # Each round shows up as it happens.
-    for update in graph.stream({"question": question}, stream_mode="updates", context=SearChainContext(max_rounds=3)):
+    for update in graph.stream({"question": question}, stream_mode="updates", context=Context(max_rounds=3)):
         for node, delta in update.items():
             if node == "coq_generation":
                 print(f"round {delta['rounds']}: {len(delta['chain'])} nodes")

@@ -55,7 +55,7 @@ def auroc(positives: list[float], negatives: list[float]) -> float:
 def main(argv: list[str] | None = None) -> int:
     """Measure the reader and print (and optionally save) the figures as JSON."""
     from searchain_graph.evaluation.metrics import exact_match, f1
-    from searchain_graph.ir.bm25 import BM25Index
+    from searchain_graph.ir.bm25.index import BM25Index
     from searchain_graph.ir.readers.base import Passage
     from searchain_graph.ir.readers.bundled import BUNDLED_READER_DIR, BundledReader
 

@@ -1,4 +1,4 @@
-"""Train the bundled reader: a DPR-style reader on all-MiniLM-L6-v2, with negatives (issue 10).
+"""Train the bundled reader: a DPR-style reader on all-MiniLM-L6-v2, with negatives.
 
 The paper's reader is DPR's (Karpukhin et al., 2020): a BERT cross-encoder over
 ``[CLS] question [SEP] title [SEP] text`` with a span head (start/end: the answer *g*) and a
@@ -97,7 +97,7 @@ def load_pairs(path: Path, seed: int, limit: int | None = None) -> list[Example]
 
     rng = random.Random(seed)
     rng.shuffle(questions)
-    from searchain_graph.ir.bm25 import BM25Index
+    from searchain_graph.ir.bm25.index import BM25Index
 
     print(f"indexing {len(paragraphs):,} paragraphs for BM25 negatives", file=sys.stderr)
     index = BM25Index.build((f"{t}\n{c}" for _, t, c in paragraphs), workers=1)

@@ -1,6 +1,6 @@
 r"""Train the bundled reader on a lent GPU, in one sitting: the full schedule, timed to fit a lease.
 
-``train_reader.py`` trains on two CPU cores, resumably, for hours. A lent GPU (issue 38) runs
+``train_reader.py`` trains on two CPU cores, resumably, for hours. A lent GPU runs
 the same model, the same pairs and the same losses for whole epochs in minutes, but only for a
 lease of a few minutes, on a machine that has no package registry and holds nothing afterwards.
 So this script:

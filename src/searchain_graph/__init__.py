@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from searchain_graph._version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from searchain_graph.ir.bm25_retriever import BM25Retriever
+    from searchain_graph.ir.bm25.retriever import BM25Retriever
     from searchain_graph.ir.colbert import ColBERTRetriever
     from searchain_graph.ir.corpus import CorpusFormatError, PassageStore, iter_corpus, load_corpus
     from searchain_graph.ir.index import build_index, load_index
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from searchain_graph.llms.chat_model import TransformersChatModel
     from searchain_graph.llms.hub import ModelNotFoundError
     from searchain_graph.llms.loading import load_chat_model
-    from searchain_graph.method.context import SearChainContext
+    from searchain_graph.method.context import Context
     from searchain_graph.method.graph import create_searchain_graph
     from searchain_graph.method.parsing import ParsedChain, extract_final_answer, normalize_answer, parse_chain
     from searchain_graph.method.question import InvalidQuestionError
@@ -43,9 +43,10 @@ if TYPE_CHECKING:
     from searchain_graph.method.verdict import QueryMatcher, normalized_duplicate
 
 _EXPORTS: dict[str, str] = {
-    "BM25Retriever": "searchain_graph.ir.bm25_retriever",
+    "BM25Retriever": "searchain_graph.ir.bm25.retriever",
     "BundledReader": "searchain_graph.ir.readers.bundled",
     "ColBERTRetriever": "searchain_graph.ir.colbert",
+    "Context": "searchain_graph.method.context",
     "CorpusFormatError": "searchain_graph.ir.corpus",
     "DPRReader": "searchain_graph.ir.readers.dpr",
     "ExtractiveQAReader": "searchain_graph.ir.readers.extractive",
@@ -64,7 +65,6 @@ _EXPORTS: dict[str, str] = {
     "Reference": "searchain_graph.method.state",
     "RemoteRetrievalError": "searchain_graph.ir.remote",
     "RemoteRetriever": "searchain_graph.ir.remote",
-    "SearChainContext": "searchain_graph.method.context",
     "SearChainState": "searchain_graph.method.state",
     "ThreadBusyError": "searchain_graph.method.threads",
     "TransformersChatModel": "searchain_graph.llms.chat_model",
@@ -99,6 +99,7 @@ __all__ = [
     "BM25Retriever",
     "BundledReader",
     "ColBERTRetriever",
+    "Context",
     "CorpusFormatError",
     "DPRReader",
     "ExtractiveQAReader",
@@ -117,7 +118,6 @@ __all__ = [
     "Reference",
     "RemoteRetrievalError",
     "RemoteRetriever",
-    "SearChainContext",
     "SearChainState",
     "ThreadBusyError",
     "TransformersChatModel",

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from searchain_graph import BM25Retriever, TransformersChatModel
-from searchain_graph.evaluation.datasets import load_dataset
+from searchain_graph.evaluation.dataset_loading import load_dataset
 from searchain_graph.evaluation.harness import read_records, run_evaluation
 from searchain_graph.evaluation.methods import METHODS
 from searchain_graph.evaluation.report import render_report

@@ -1,5 +1,5 @@
 """LangChain's standard integration tests (``langchain-tests``) for :class:`TransformersChatModel`, on
-SmolLM2-135M-Instruct from PyPI (issue 37).
+SmolLM2-135M-Instruct from PyPI.
 
 The suite invokes, streams and batches the real model, sync and async, and checks the messages,
 chunks (one ``AIMessageChunk``, the last, per reply), usage metadata and stop sequences it

@@ -1,4 +1,4 @@
-"""The PostgreSQL server the tests of ``searchain serve --db postgresql://`` run against (issue 37).
+"""The PostgreSQL server the tests of ``searchain serve --db postgresql://`` run against.
 
 ``SEARCHAIN_TEST_POSTGRES`` names it (``.ci/postgres start`` starts one and prints the variable);
 each test gets a database of its own on it, dropped afterwards. Without the variable, or without

@@ -1,4 +1,4 @@
-"""Two real ``searchain serve --db postgresql://...`` processes on one database (issue 37).
+"""Two real ``searchain serve --db postgresql://...`` processes on one database.
 
 A run started through one replica is followed through the other to its end; then replicas are
 SIGKILLed mid-run ten times (each restarted at once, while the other one serves the next run):

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from searchain_graph.method.answer_checks import mistyped, reads_as_date, spelled_alike
-from searchain_graph.method.context import SearChainSettings
+from searchain_graph.method.adaptations.answer_checks import mistyped, reads_as_date, spelled_alike
+from searchain_graph.method.context import Context
 from searchain_graph.method.verdict import ir_verdict
 
 
@@ -65,7 +65,7 @@ def test_huge_inputs_stay_fast() -> None:
 def _verdict(query: str, answer: str, g: str, f: float = 6.0) -> dict[str, object]:
     node = {"index": 1, "query": query, "answer": answer, "unsolved": False}
     result = {"document": {"page_content": "a passage", "metadata": {}}, "answer": g, "confidence": f}
-    return ir_verdict(node, result, SearChainSettings(confidence_threshold=4.26))  # type: ignore[arg-type]
+    return ir_verdict(node, result, Context(confidence_threshold=4.26, answer_checks=True))  # type: ignore[arg-type]
 
 
 def test_the_verdict_passes_a_g_that_cannot_be_the_answer() -> None:
@@ -79,4 +79,4 @@ def test_the_verdict_passes_a_g_that_cannot_be_the_answer() -> None:
     # Completion is unchanged: an unsolved place query gets even a date back.
     node = {"index": 1, "query": "Where was X born?", "answer": None, "unsolved": True}
     result = {"document": {"page_content": "p", "metadata": {}}, "answer": "1966", "confidence": 9.0}
-    assert ir_verdict(node, result, SearChainSettings())["action"] == "completion"  # type: ignore[arg-type]
+    assert ir_verdict(node, result, Context())["action"] == "completion"  # type: ignore[arg-type]

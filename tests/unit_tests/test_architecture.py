@@ -48,7 +48,7 @@ PUBLIC_API = {
     "Reader",
     "ReaderOutput",
     "Reference",
-    "SearChainContext",
+    "Context",
     "SearChainState",
     "TransformersChatModel",
     "build_index",

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from searchain_graph.evaluation.dataset_formats import detect_record
-from searchain_graph.evaluation.datasets import DatasetFormatError, iter_dataset, load_dataset
+from searchain_graph.evaluation.dataset_loading import iter_dataset, load_dataset
+from searchain_graph.evaluation.datasets import DatasetFormatError
 from searchain_graph.ir.corpus import CorpusFormatError, iter_corpus, load_corpus
 
 BIG = "9" * 5000

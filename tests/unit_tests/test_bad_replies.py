@@ -1,4 +1,4 @@
-"""Text that enters a run from the LLM, the retriever or the question, in the classes that broke it (issue 35).
+"""Text that enters a run from the LLM, the retriever or the question, in the classes that broke it.
 
 Each test uses the smallest input that showed the class: citations with thousands of digits,
 citations inside citations, lone surrogates, replies and passages without bound, and a chain

@@ -1,4 +1,4 @@
-"""Control flow of the Table 1 baselines added for issue 14, with rule-based fake LLMs.
+"""Control flow of the Table 1 baselines, with rule-based fake LLMs.
 
 What each test pins: the number of LLM calls, what is retrieved, the stop conditions, the vote.
 """

@@ -1,4 +1,4 @@
-"""What the 1.5B's chains showed (issue 36), each fixed and pinned here.
+"""What the 1.5B's chains showed, each fixed and pinned here.
 
 The replies are modelled on the Qwen2.5-Coder-1.5B runs the issue describes ("Kiss and Tell"):
 a query asked again and again under new numbers until the token budget cut it, a last query cut
@@ -14,8 +14,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from searchain_graph import ReaderOutput, create_searchain_graph
-from searchain_graph.method.nodes import settle_nodes
-from searchain_graph.method.parsing import parse_chain, restates_query
+from searchain_graph.method.adaptations.chain_repair import restates_query, settle_nodes
+from searchain_graph.method.parsing import parse_chain
 from tests.fakes import QUESTION as SPIRIT_IF
 from tests.fakes import TREE_READS, RuleChatModel, ScriptedReader, is_tracing, retriever, tracing_reply
 

@@ -1,4 +1,4 @@
-"""A question that names its two possible answers gets one of them (issue 36, the 2Wiki trees).
+"""A question that names its two possible answers gets one of them (seen in 2Wiki trees).
 
 The 1.5B ended chains for "Which film ..., A or B?" on the person it compared ("So the final answer
 is Ringo Lam."); the chain's pairs say which option that person belongs to.
@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage
 
 from searchain_graph import ReaderOutput, create_searchain_graph
 from searchain_graph.baselines import create_searchain_no_ir_graph
-from searchain_graph.method.choices import answer_as_option, question_options
+from searchain_graph.method.adaptations.options import answer_as_option, question_options
 from tests.fakes import RuleChatModel, ScriptedReader, is_tracing, retriever
 
 FILMS = "Which film has the director who died later, What Will You Do When You Catch Me? or School On Fire?"

@@ -26,7 +26,7 @@ def test_ask_with_a_model_that_ignores_the_format(tiny_llm_dir: Path, capsys: py
     captured = capsys.readouterr()
     assert code == 0
     out = json.loads(captured.out)
-    # No node in its chain: the question itself is completed by IR in round 1 (issue 36), and
+    # No node in its chain: the question itself is completed by IR in round 1, and
     # round 2's chain has none either.
     assert 1 <= out["rounds"] <= 2
     assert isinstance(out["answer"], str)
@@ -182,6 +182,11 @@ def test_load_stack_passes_the_options_when_the_model_is_built(tiny_llm_dir: Pat
         load_stack(args)
 
 
+def spy_context(kwargs: dict[str, Any]) -> Any:
+    """The ``Context`` a call of ``create_searchain_graph`` was given (it is the fourth argument)."""
+    return kwargs["context"]
+
+
 def test_the_method_options_reach_ask_serve_and_eval(
     tiny_llm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -194,18 +199,26 @@ def test_the_method_options_reach_ask_serve_and_eval(
     real = graph_module.create_searchain_graph
 
     def spy(*args: Any, **kwargs: Any) -> Any:
-        built.append(kwargs)
+        built.append({"context": args[3], **kwargs})
         return real(*args, **kwargs)
 
     monkeypatch.setattr(graph_module, "create_searchain_graph", spy)
     model = ["--model", str(tiny_llm_dir), "--max-new-tokens", "4"]
     for command in ("ask", "serve"):
         words = [command, *([QUESTION] if command == "ask" else []), "--corpus", DEMO, *model]
-        args = _build_parser().parse_args([*words, "--demonstrations", "turns", "--duplicates", "text"])
+        args = _build_parser().parse_args([*words, "--demonstrations", "instruction", "--duplicates", "text"])
         commands.build_graph(args, lambda _: None)
-        assert (built[-1]["demonstrations"], built[-1]["is_duplicate"]) == ("turns", "text")
-    commands.build_graph(_build_parser().parse_args(["serve", "--corpus", DEMO, *model]), lambda _: None)
-    assert (built[-1]["demonstrations"], built[-1]["is_duplicate"]) == ("instruction", None)
+        context = spy_context(built[-1])
+        assert (context.demonstrations, context.duplicates, context.preset) == ("instruction", "text", "tuned")
+    commands.build_graph(
+        _build_parser().parse_args(["serve", "--corpus", DEMO, "--preset", "paper", *model]), lambda _: None
+    )
+    context = spy_context(built[-1])
+    assert (context.preset, context.demonstrations, context.chain_repair) == ("paper", None, None)  # the preset's
+    commands.build_graph(
+        _build_parser().parse_args(["ask", QUESTION, "--corpus", DEMO, "--no-chain-repair", *model]), lambda _: None
+    )
+    assert spy_context(built[-1]).chain_repair is False
     with pytest.raises(SystemExit):
         _build_parser().parse_args(["ask", QUESTION, "--demonstrations", "inline"])
     data = tmp_path / "hotpot.jsonl"

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from searchain_graph import create_searchain_graph
 from searchain_graph.evaluation.harness import read_records
-from searchain_graph.method.context import SearChainContext, SearChainSettings
+from searchain_graph.method.context import Context
 from searchain_graph.method.nodes import continued, verified_pairs
 from tests.fakes import CHAIN_WRONG, QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tracing_reply
 
@@ -90,11 +90,11 @@ def test_a_reply_begun_with_the_verified_pairs_goes_on_from_the_corrected_node()
 
 def test_the_setting_is_checked_and_a_run_can_choose_it() -> None:
     with pytest.raises(ValueError, match="continuation must be one of fresh, path, got 'prefill'"):
-        SearChainSettings(continuation="prefill")
-    assert SearChainContext(continuation="path").resolve(SearChainSettings()).continuation == "path"
+        Context(continuation="prefill")  # type: ignore[arg-type]
+    assert Context(continuation="path").over(Context(max_rounds=3)).continuation == "path"
     seen: list[list[BaseMessage]] = []
     graph = create_searchain_graph(model(seen), retriever(), ScriptedReader(TREE_READS), max_rounds=3)
-    out = graph.invoke({"question": QUESTION}, context=SearChainContext(continuation="path"))
+    out = graph.invoke({"question": QUESTION}, context=Context(continuation="path"))
     assert "begun" in out["tree"][1]
 
 
@@ -152,4 +152,4 @@ def test_eval_records_name_the_continuation_only_when_chosen(tmp_path: Any) -> N
     assert len(read_records(out)) == 1
     other = tmp_path / "p.jsonl"
     assert main([*[a if a != str(out) else str(other) for a in args], "--continuation", "path"]) == 0
-    assert read_records(other)[0]["options"] == {"continuation": "path"}
+    assert read_records(other)[0]["options"] == {"continuation": "path", "demonstrations": "turns"}

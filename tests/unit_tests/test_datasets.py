@@ -10,15 +10,8 @@ from typing import Any
 
 import pytest
 
-from searchain_graph.evaluation.datasets import (
-    DATASETS,
-    DatasetFormatError,
-    Example,
-    corpus_paragraphs,
-    detect_dataset,
-    iter_dataset,
-    load_dataset,
-)
+from searchain_graph.evaluation.dataset_loading import corpus_paragraphs, detect_dataset, iter_dataset, load_dataset
+from searchain_graph.evaluation.datasets import DATASETS, DatasetFormatError, Example
 from searchain_graph.ir.corpus import iter_corpus, paragraph_id
 
 SHARED = Path(os.environ.get("SEARCHAIN_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))

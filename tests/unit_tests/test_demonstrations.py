@@ -1,4 +1,4 @@
-"""Where the prompts' demonstrations go (issue 36): the paper's layout, or earlier chat turns.
+"""Where the prompts' demonstrations go: the paper's layout, or earlier chat turns.
 
 The 1.5B copied the demonstration's answer ("Toronto Coach Terminal") into unrelated questions.
 ``demonstrations="turns"`` puts the same words into earlier turns of the chat; the paper's layout
@@ -15,21 +15,19 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from searchain_graph import BM25Retriever, ReaderOutput, SearChainContext, create_searchain_graph
+from searchain_graph import BM25Retriever, Context, ReaderOutput, create_searchain_graph
 from searchain_graph.baselines import create_searchain_no_ir_graph
 from searchain_graph.evaluation.harness import read_records, run_evaluation
 from searchain_graph.evaluation.methods import METHODS
-from searchain_graph.method.context import SearChainSettings
-from searchain_graph.method.graph import duplicate_rule
-from searchain_graph.method.layouts import coq_turns, demonstrations, no_ir_turns, tracing_turns
-from searchain_graph.method.parsing import copied_names
+from searchain_graph.method.adaptations.chain_repair import copied_names
+from searchain_graph.method.adaptations.turns import coq_turns, demonstrations, no_ir_turns, tracing_turns
 from searchain_graph.method.prompts import (
     COQ_DEMONSTRATION_NAMES,
     COQ_PROMPT_NO_IR,
     COQ_PROMPTS,
     TRACING_PROMPT,
 )
-from searchain_graph.method.verdict import normalized_duplicate
+from searchain_graph.method.verdict import duplicate_rule, normalized_duplicate
 from tests.fakes import CHAIN_FIXED, QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tracing_reply
 from tests.unit_tests.test_evaluation import example
 
@@ -72,7 +70,7 @@ def test_a_layout_that_does_not_exist_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="demonstrations must be one of instruction, turns, got 'chat'"):
         coq_turns("multihop", ASKED, "chat")
     with pytest.raises(ValueError, match="demonstrations must be one of"):
-        SearChainSettings(demonstrations="chat")
+        Context(demonstrations="chat")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="must start with its \\[Question\\] line"):
         demonstrations("[Query 1]: q")
 
@@ -96,7 +94,7 @@ def test_the_graph_sends_demonstrations_as_turns_and_keeps_them_in_the_conversat
     assert out["answer"]
     # Per run, the context switches the layout back to the paper's.
     llm.calls.clear()
-    graph.invoke({"question": QUESTION}, context=SearChainContext(demonstrations="instruction"))
+    graph.invoke({"question": QUESTION}, context=Context(demonstrations="instruction"))
     assert len(llm.calls[0]) == 1
 
 
@@ -137,7 +135,7 @@ def _llm() -> RuleChatModel:
 def test_eval_options_reach_the_methods_that_take_them_and_are_recorded(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     kwargs = {"llm": _llm(), "retriever": retriever(), "reader": ScriptedReader(TREE_READS), "out_path": out}
-    options = {"demonstrations": "turns", "is_duplicate": "text"}
+    options = {"demonstrations": "turns", "duplicates": "text"}
     summary = run_evaluation([example()], ["searchain", "searchain_no_ir", "cot"], options=options, **kwargs)
     assert summary.errors == 0
     by_method = {r["method"]: r for r in read_records(out)}
@@ -147,8 +145,10 @@ def test_eval_options_reach_the_methods_that_take_them_and_are_recorded(tmp_path
     # Resuming the same file with other options would mix two settings under one name.
     with pytest.raises(ValueError, match="holds searchain records made with options"):
         run_evaluation([example()], ["searchain"], options={"demonstrations": "instruction"}, **kwargs)
-    with pytest.raises(TypeError, match="options must be strings, so that records name them; not: is_duplicate"):
-        run_evaluation([example()], ["searchain"], options={"is_duplicate": normalized_duplicate}, **kwargs)
+    with pytest.raises(
+        TypeError, match="options must be strings, numbers or booleans, so that records name them; not: dup"
+    ):
+        run_evaluation([example()], ["searchain"], options={"duplicates": normalized_duplicate}, **kwargs)
     # The same options resume (nothing left to run).
     assert run_evaluation([example()], ["searchain"], options=options, **kwargs).ran == 0
 
@@ -156,8 +156,8 @@ def test_eval_options_reach_the_methods_that_take_them_and_are_recorded(tmp_path
 def test_a_method_refuses_an_option_it_does_not_take() -> None:
     with pytest.raises(TypeError, match="method 'cot' takes no option demonstrations"):
         METHODS["cot"](_llm(), retriever(), ScriptedReader(TREE_READS), "multihop", demonstrations="turns")
-    assert METHODS["searchain"].options_of({"demonstrations": None, "is_duplicate": "meaning", "x": 1}) == {
-        "is_duplicate": "meaning"
+    assert METHODS["searchain"].options_of({"demonstrations": None, "duplicates": "meaning", "x": 1}) == {
+        "duplicates": "meaning"
     }
 
 
@@ -214,7 +214,7 @@ def test_a_traced_answer_copying_the_worked_example_is_composed_from_the_path() 
 
 
 def test_a_question_about_the_demonstrations_subjects_is_not_a_copy() -> None:
-    from searchain_graph.method.nodes import settle_nodes
+    from searchain_graph.method.adaptations.chain_repair import settle_nodes
 
     asked = "Where do buses in Toronto leave from?"
     nodes: list[Any] = [{"index": 1, "query": asked, "answer": "Toronto Coach Terminal", "unsolved": False}]
@@ -264,7 +264,7 @@ def test_a_traced_statement_that_contradicts_irs_answer_is_composed_from_the_pat
     ],
 )
 def test_statements_against_path(content: str, against: list[int]) -> None:
-    from searchain_graph.method.final_content import statements_against_path
+    from searchain_graph.method.adaptations.tracing_checks import statements_against_path
 
     def ref(index: int, answer: str, source: str) -> Any:
         return {"index": index, "query": "q", "answer": answer, "source": source, "document": None}

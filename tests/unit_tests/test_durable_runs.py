@@ -1,4 +1,4 @@
-"""``searchain serve --db``: runs, events and checkpoints in SQLite outlive the process (issue 37).
+"""``searchain serve --db``: runs, events and checkpoints in SQLite outlive the process.
 
 In process: a restarted app lists past runs with their events and trees; a run in flight when
 the process stopped (its task cancelled with nothing more written, as a kill leaves it) resumes

@@ -46,7 +46,8 @@ pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from searchain_graph.evaluation.datasets import DatasetFormatError, iter_dataset  # noqa: E402
+from searchain_graph.evaluation.dataset_loading import iter_dataset  # noqa: E402
+from searchain_graph.evaluation.datasets import DatasetFormatError  # noqa: E402
 from searchain_graph.ir.corpus import CorpusFormatError, iter_corpus  # noqa: E402
 from searchain_graph.method.parsing import (  # noqa: E402
     MAX_NODES,
@@ -72,7 +73,7 @@ these reach the parser's corner cases far more often than random text does."""
 
 chain_text = st.lists(st.one_of(st.sampled_from(MARKERS), st.text(max_size=30)), max_size=60).map("".join)
 
-# The classes Hypothesis's default strategies never produce (issue 35):
+# The classes Hypothesis's default strategies never produce:
 digits = st.integers(min_value=1, max_value=10_000).flatmap(
     lambda n: st.sampled_from(["9" * n, "1" + "0" * (n - 1), ("1234567890" * (n // 10 + 1))[:n]])
 )
@@ -224,7 +225,7 @@ qa_record = st.fixed_dictionaries(
     },
 )
 
-# -- hostile file content (issue 35): numbers, nesting, types and code points no honest file has --
+# -- hostile file content: numbers, nesting, types and code points no honest file has --
 
 
 def _number_text(length: int, seed: int, sign: str) -> str:

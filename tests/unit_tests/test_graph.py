@@ -14,9 +14,9 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from searchain_graph import (
+    Context,
     InvalidQuestionError,
     ReaderOutput,
-    SearChainContext,
     create_searchain_graph,
 )
 from searchain_graph.method.verdict import is_yes_no
@@ -106,7 +106,7 @@ def test_wrong_answer_kept_when_not_confident() -> None:
 
 def test_threshold_is_a_runtime_knob() -> None:
     llm, reader = correcting_llm(), ScriptedReader(CONFIDENT)
-    out = build(llm, reader).invoke({"question": QUESTION}, context=SearChainContext(confidence_threshold=3.5))
+    out = build(llm, reader).invoke({"question": QUESTION}, context=Context(confidence_threshold=3.5))
     # f("born") = 3.0 is now below θ: kept; f("performer") = 4.0 passes because the answer agrees.
     assert out["rounds"] == 1
     assert out["references"][1]["source"] == "llm"
@@ -216,7 +216,7 @@ def test_max_rounds_respected_by_a_model_that_never_converges() -> None:
     assert len(llm.calls) == 4  # three CoQ generations and the tracing
     assert any("stopped at max_rounds=3" in w for w in out["warnings"])
 
-    out = graph.invoke({"question": QUESTION}, context=SearChainContext(max_rounds=1))
+    out = graph.invoke({"question": QUESTION}, context=Context(max_rounds=1))
     assert out["rounds"] == 1
 
 
@@ -224,7 +224,7 @@ def test_free_text_without_tags_has_the_question_completed_by_ir() -> None:
     llm = RuleChatModel(respond=lambda m: tracing_reply(m) or "I believe the buses leave from a terminal in Toronto.")
     out = build(llm, ScriptedReader(CONFIDENT)).invoke({"question": QUESTION})
     assert any("no [Query]/[Answer] tags" in w for w in out["warnings"])
-    # The chain has no node, so the question itself is the node IR completes (issue 36); the
+    # The chain has no node, so the question itself is the node IR completes; the
     # second round's reply has no node either, and the question is then a duplicate.
     assert [(b["round"], [c["action"] for c in b["checks"]]) for b in out["tree"]] == [
         (1, ["completion"]),
@@ -276,7 +276,7 @@ def test_invalid_citations_are_removed_and_uncited_output_composed() -> None:
 
 
 def test_content_composed_from_the_path_cites_only_the_path() -> None:
-    from searchain_graph.method.final_content import compose_from_path
+    from searchain_graph.method.adaptations.tracing_checks import compose_from_path
 
     path: Any = [
         {"index": 1, "query": "Who directed Up, Down, Fragile?", "answer": "Jacques Rivette"},
@@ -315,7 +315,7 @@ def test_bad_settings_get_clear_errors() -> None:
         create_searchain_graph(correcting_llm(), retriever(), object())  # type: ignore[arg-type]
     graph = build(correcting_llm(), ScriptedReader(CONFIDENT))
     with pytest.raises(ValueError, match="rouge_threshold"):
-        graph.invoke({"question": QUESTION}, context=SearChainContext(rouge_threshold=2.0))
+        graph.invoke({"question": QUESTION}, context=Context(rouge_threshold=2.0))
 
 
 async def test_ainvoke_matches_invoke() -> None:
@@ -513,12 +513,12 @@ def test_yes_no_answers_are_recognised(answer: str | None, yes_no: bool) -> None
     ("reader_cls", "context", "action"),
     [
         (SpanReader, None, "pass"),  # an extractive reader's span cannot refute "No"
-        (SpanReader, SearChainContext(verify_yes_no=True), "correction"),  # unless asked to
+        (SpanReader, Context(verify_yes_no=True), "correction"),  # unless asked to
         (ScriptedReader, None, "correction"),  # a reader that does not say keeps the paper's rule
     ],
 )
 def test_yes_no_answers_are_verified_only_by_a_reader_that_can_say_yes_or_no(
-    reader_cls: type[ScriptedReader], context: SearChainContext | None, action: str
+    reader_cls: type[ScriptedReader], context: Context | None, action: str
 ) -> None:
     def respond(messages: Sequence[BaseMessage]) -> str:
         if is_tracing(messages):
@@ -541,7 +541,9 @@ def test_yes_no_and_fact_tasks_use_their_prompts_and_answer_formats() -> None:
         return "[Query 1]: What is the density of a pear?\n[Answer 1]: 0.59 g/cm^3"
 
     llm = RuleChatModel(respond=respond)
-    out = build(llm, ScriptedReader({}), task="strategyqa").invoke({"question": "Would a pear sink in water?"})
+    out = build(llm, ScriptedReader({}), task="strategyqa", demonstrations="instruction").invoke(
+        {"question": "Would a pear sink in water?"}
+    )
     assert out["answer"] == "No"
     assert '"Is it common to see frost during some college commencements?"' in llm.calls[0][0].text
     assert (
@@ -556,6 +558,7 @@ def test_yes_no_and_fact_tasks_use_their_prompts_and_answer_formats() -> None:
         return "[Query 1]: Is Telemundo English-language?\n[Answer 1]: No"
 
     llm = RuleChatModel(respond=fever)
-    out = build(llm, ScriptedReader({}), task="fact").invoke({"question": "Telemundo is an English-language network."})
+    fact = build(llm, ScriptedReader({}), task="fact", demonstrations="instruction")
+    out = fact.invoke({"question": "Telemundo is an English-language network."})
     assert out["answer"] == "REFUTES"
     assert "Nicholas Brody is a character on Homeland." in llm.calls[0][0].text

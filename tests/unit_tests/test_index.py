@@ -18,8 +18,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from searchain_graph.cli import main
-from searchain_graph.ir.bm25 import STOPWORDS, BM25Index, split_words
-from searchain_graph.ir.bm25_retriever import BM25Retriever
+from searchain_graph.ir.bm25.index import BM25Index
+from searchain_graph.ir.bm25.retriever import BM25Retriever
+from searchain_graph.ir.bm25.tokenising import STOPWORDS, split_words
 from searchain_graph.ir.corpus import CorpusFormatError, PassageStore, iter_corpora, paragraph_id, write_passages
 from searchain_graph.ir.index import build_index, load_index
 from searchain_graph.ir.index_dir import MANIFEST, read_manifest
@@ -105,7 +106,7 @@ def test_worker_processes_build_the_same_index() -> None:
 
 
 def test_spilled_shards_build_the_same_index(tmp_path: Path) -> None:
-    from searchain_graph.ir.bm25_build import build_bm25
+    from searchain_graph.ir.bm25.build import build_bm25
 
     texts = [f"{t} copy {n} {'extra words' * (n % 3)}" for n in range(9) for t in TEXTS]
     build_bm25(texts, tmp_path / "one", workers=1, chunk_size=5)  # one shard, one merge block
@@ -159,7 +160,7 @@ def test_pruned_search_returns_the_exhaustive_top_k(sparse_share: int, seed_size
 
 
 def test_a_failed_build_removes_its_shards(tmp_path: Path) -> None:
-    from searchain_graph.ir.bm25_build import build_bm25
+    from searchain_graph.ir.bm25.build import build_bm25
 
     def broken() -> Iterator[str]:
         yield from TEXTS * 5
@@ -330,7 +331,7 @@ class TestBM25RetrieverStandard(RetrieversIntegrationTests):
 
 
 def test_radix_argsort_is_a_stable_sort() -> None:
-    from searchain_graph.ir.bm25_count import stable_argsort_u32
+    from searchain_graph.ir.bm25.build import stable_argsort_u32
 
     rng = np.random.default_rng(0)
     for high in (50, 70_000, 2**31 - 1):
@@ -353,7 +354,7 @@ def test_retain_freed_memory_takes_on_glibc_and_queries_stay_the_same() -> None:
 
     script = f"""
 import json, numpy as np
-from searchain_graph.ir.bm25 import BM25Index, retain_freed_memory
+from searchain_graph.ir.bm25.index import BM25Index, retain_freed_memory
 texts = {TEXTS!r}
 index = BM25Index.build(texts, workers=1)
 before = [index.search(text, 3) for text in texts]

@@ -14,7 +14,7 @@ from langgraph.cache.sqlite import SqliteCache
 from langgraph.checkpoint.memory import InMemorySaver
 
 from searchain_graph import create_searchain_graph
-from searchain_graph.ir.bm25_retriever import BM25Retriever
+from searchain_graph.ir.bm25.retriever import BM25Retriever
 from searchain_graph.method.ir_tasks import component_key, open_cache
 from tests.fakes import PASSAGES, QUESTION, RunCollector, ScriptedReader, retriever, write_hotpot_file
 from tests.unit_tests.test_graph import CONFIDENT, correcting_llm

@@ -1,4 +1,4 @@
-"""DuplicateQuery by meaning (issue 36): the bi-encoder rule, and the graph recording what it matched."""
+"""DuplicateQuery by meaning: the bi-encoder rule, and the graph recording what it matched."""
 
 from __future__ import annotations
 
@@ -7,8 +7,16 @@ from pathlib import Path
 import pytest
 
 from searchain_graph import create_searchain_graph
-from searchain_graph.ir.query_guard import ANY_KIND, answer_kind, comparable, names_in, open_heads, relations, same_kind
-from searchain_graph.ir.query_similarity import SemanticDuplicate, packaged_encoder
+from searchain_graph.method.adaptations.query_kinds import (
+    ANY_KIND,
+    answer_kind,
+    comparable,
+    names_in,
+    open_heads,
+    relations,
+    same_kind,
+)
+from searchain_graph.method.adaptations.same_meaning import SemanticDuplicate, packaged_encoder
 from tests.fakes import QUESTION, ScriptedReader, retriever
 from tests.unit_tests.test_graph import CONFIDENT, correcting_llm
 
@@ -203,7 +211,7 @@ def test_all_minilm_takes_another_question_word_for_the_same_query_unless_guarde
 
 def test_a_beginning_an_end_two_parts_in_a_work_and_a_performer_are_different_queries() -> None:
     """Duplicates by meaning that were not, from the runs' trees (MuSiQue, HotpotQA)."""
-    from searchain_graph.ir.query_guard import roles
+    from searchain_graph.method.adaptations.query_kinds import roles
 
     # MuSiQue: the war's end was skipped as its start, so "During which years ...?" got only the start.
     assert not comparable("When did the Yalu River war end?", "When did the Yalu River war start?")

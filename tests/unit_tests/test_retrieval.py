@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from searchain_graph.ir.bm25_retriever import BM25Retriever
+from searchain_graph.ir.bm25.retriever import BM25Retriever
 from searchain_graph.ir.corpus import CorpusFormatError, load_corpus, passage_text
 
 ROOT = Path(__file__).resolve().parents[2]

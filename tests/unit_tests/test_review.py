@@ -1,4 +1,4 @@
-"""A person in the loop (issue 37): ``review=True`` pauses before IR overrules the LLM.
+"""A person in the loop: ``review=True`` pauses before IR overrules the LLM.
 
 :func:`tests.fakes.tree_llm`'s round 1 says Kevin Drew was born in Montreal; the reader finds
 Toronto with f = 3.0 > θ = 1.5, a correction. Under review it is an ``interrupt()`` whose payload

@@ -8,10 +8,9 @@ from typing import Any, ClassVar
 import pytest
 from langchain_core.messages import BaseMessage
 
-from searchain_graph import ReaderOutput, SearChainContext, create_searchain_graph
+from searchain_graph import Context, ReaderOutput, create_searchain_graph
 from searchain_graph.evaluation.oracle import oracle_verdict
 from searchain_graph.ir.readers.base import ReaderTraits, reader_traits
-from searchain_graph.method.context import SearChainSettings
 from searchain_graph.method.graph import reader_settings
 from tests.fakes import RuleChatModel, ScriptedReader, retriever, tracing_reply
 
@@ -98,7 +97,7 @@ def test_a_wrongly_typed_declaration_is_named() -> None:
 
 
 def test_settings_are_typed_and_checked() -> None:
-    settings = SearChainSettings(task="hotpotqa", confidence_threshold=2)
+    settings = Context(task="hotpotqa", confidence_threshold=2)
     assert settings.task == "multihop" and isinstance(settings.confidence_threshold, float)
     for bad, message in (
         ({"max_rounds": 0}, "max_rounds must be an integer >= 1"),
@@ -107,16 +106,35 @@ def test_settings_are_typed_and_checked() -> None:
         ({"rouge_threshold": 2.0}, r"rouge_threshold must lie in \[0, 1\]"),
         ({"verification": "yes"}, "verification must be True or False"),
         ({"task": "poetry"}, "unknown task 'poetry'"),
+        ({"preset": "best"}, "preset must be one of tuned, paper, got 'best'"),
+        ({"duplicates": "words"}, "duplicates must be one of text, meaning"),
+        ({"chain_repair": "on"}, "chain_repair must be True, False or None"),
     ):
         with pytest.raises(ValueError, match=message):
-            SearChainSettings(**bad)
+            Context(**bad)
     with pytest.raises(AttributeError):
         settings.max_rounds = 3  # type: ignore[misc]
 
 
 def test_a_context_overrides_the_factory_field_by_field() -> None:
-    defaults = SearChainSettings(max_rounds=5, confidence_threshold=1.5, task="multihop")
-    run = SearChainContext(max_rounds=2, task="strategyqa").resolve(defaults)
+    graph = Context(max_rounds=4, confidence_threshold=1.5, preset="paper", chain_repair=True)
+    run = Context(max_rounds=2, task="strategyqa").over(graph)
     assert (run.max_rounds, run.task, run.confidence_threshold) == (2, "yesno", 1.5)
+    assert (run.preset, run.chain_repair) == ("paper", True)  # what the run leaves at its default stays the graph's
     with pytest.raises(ValueError, match="max_rounds"):
-        SearChainContext(max_rounds=-1).resolve(defaults)
+        Context(max_rounds=-1)
+
+
+def test_presets_fill_the_adaptations_a_context_leaves_empty() -> None:
+    paper = Context(preset="paper").resolved(threshold=2.0, reader_yes_no=False)
+    assert (paper.demonstrations, paper.duplicates, paper.verify_yes_no) == ("instruction", "text", True)
+    assert not any((paper.answer_checks, paper.chain_repair, paper.tracing_checks, paper.option_answers))
+    tuned = Context().resolved(threshold=2.0, reader_yes_no=False)
+    assert (tuned.demonstrations, tuned.duplicates, tuned.verify_yes_no) == ("turns", "meaning", False)
+    assert all((tuned.answer_checks, tuned.chain_repair, tuned.tracing_checks, tuned.option_answers))
+    assert tuned.confidence_threshold == 2.0
+    # A field set by hand wins over the preset; an explicit θ over the reader's.
+    mixed = Context(preset="paper", demonstrations="turns", confidence_threshold=3).resolved(
+        threshold=2.0, reader_yes_no=False
+    )
+    assert (mixed.demonstrations, mixed.duplicates, mixed.confidence_threshold) == ("turns", "text", 3.0)

@@ -1,4 +1,4 @@
-"""LangChain's standard unit tests (``langchain-tests``) for :class:`TransformersChatModel` (issue 37).
+"""LangChain's standard unit tests (``langchain-tests``) for :class:`TransformersChatModel`.
 
 The unit suite builds the model from its parameters without running it (loading is lazy), and
 checks what every LangChain chat model must do: construction, standard params, ``bind_tools``

@@ -72,7 +72,10 @@ def test_each_node_returns_only_what_it_adds() -> None:
 
 
 def test_the_reducers_rebuild_the_whole_run() -> None:
-    graph = build(correcting_llm(), ScriptedReader(CONFIDENT), checkpointer=InMemorySaver())
+    # The paper's layout: one user message opens the conversation.
+    graph = build(
+        correcting_llm(), ScriptedReader(CONFIDENT), checkpointer=InMemorySaver(), demonstrations="instruction"
+    )
     config = {"configurable": {"thread_id": "reducers"}}
     out = graph.invoke({"question": QUESTION}, config)
     state = graph.get_state(config).values

@@ -28,8 +28,8 @@ pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from searchain_graph.ir import bm25_count  # noqa: E402
-from searchain_graph.ir.bm25_count import STOPWORDS, split_words  # noqa: E402
+from searchain_graph.ir.bm25 import build, tokenising  # noqa: E402
+from searchain_graph.ir.bm25.tokenising import STOPWORDS, split_words  # noqa: E402
 from searchain_graph.ir.corpus import collapse_whitespace, iter_corpora, iter_passages  # noqa: E402
 from searchain_graph.ir.passage_store import PassageStore, _store_line, store_passages  # noqa: E402
 
@@ -55,7 +55,7 @@ def reference_words(text: str) -> list[bytes]:
     text = text.lower()
     if not text.isascii():
         text = _REFERENCE_BLANK.sub(" ", text)
-    return text.encode("utf-8").translate(bm25_count._BLANK_ASCII).split()
+    return text.encode("utf-8").translate(tokenising._BLANK_ASCII).split()
 
 
 @FUZZ
@@ -92,7 +92,7 @@ def reference_counts(texts: list[str]) -> tuple[list[str], list[tuple[int, str, 
     return list(order), rows, lengths
 
 
-def counted_rows(counted: bm25_count.Counted) -> tuple[list[str], list[tuple[int, str, int]], list[int]]:
+def counted_rows(counted: build.Counted) -> tuple[list[str], list[tuple[int, str, int]], list[int]]:
     stems, doc, term, tf, lengths = counted
     rows = sorted((int(d), stems[int(t)], int(f)) for d, t, f in zip(doc, term, tf, strict=True))
     return stems, rows, [int(x) for x in lengths]
@@ -101,29 +101,29 @@ def counted_rows(counted: bm25_count.Counted) -> tuple[list[str], list[tuple[int
 @pytest.fixture
 def fresh_word_stems(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts the counting process's word memory afresh."""
-    monkeypatch.setattr(bm25_count, "_WORD_STEMS", None)
+    monkeypatch.setattr(build, "_WORD_STEMS", None)
 
 
 @FUZZ
 @given(st.lists(st.lists(tricky_text, min_size=1, max_size=6), min_size=1, max_size=4))
 def test_counting_with_a_warm_word_memory_equals_a_fresh_count(chunks: list[list[str]]) -> None:
-    bm25_count._WORD_STEMS = None  # a new process
+    build._WORD_STEMS = None  # a new process
     try:
         for texts in chunks:  # every chunk after the first finds words it remembers
-            assert counted_rows(bm25_count._count_chunk(texts)) == reference_counts(texts)
+            assert counted_rows(build._count_chunk(texts)) == reference_counts(texts)
     finally:
-        bm25_count._WORD_STEMS = None
+        build._WORD_STEMS = None
 
 
 @pytest.mark.usefixtures("fresh_word_stems")
 def test_the_word_memory_starts_afresh_past_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bm25_count._WordStems, "limit", 3)
+    monkeypatch.setattr(build._WordStems, "limit", 3)
     chunks = [["Kevin Drew is a Canadian musician", "Drew formed the band"], ["a band from Toronto, Canada"]] * 3
     memory_sizes = []
     for texts in chunks:
-        assert counted_rows(bm25_count._count_chunk(texts)) == reference_counts(texts)
-        assert bm25_count._WORD_STEMS is not None
-        memory_sizes.append(len(bm25_count._WORD_STEMS.numbers))
+        assert counted_rows(build._count_chunk(texts)) == reference_counts(texts)
+        assert build._WORD_STEMS is not None
+        memory_sizes.append(len(build._WORD_STEMS.numbers))
     assert any(later < earlier for earlier, later in zip(memory_sizes, memory_sizes[1:], strict=False))  # emptied
 
 

@@ -36,9 +36,9 @@ from langgraph.types import RetryPolicy
 
 from searchain_graph.baselines.common import MethodOutput, MethodState, final_answer, states_answer
 from searchain_graph.ir.readers.base import Reader
+from searchain_graph.method.adaptations.turns import check_layout
 from searchain_graph.method.context import normalize_task
 from searchain_graph.method.driver import StepDriver
-from searchain_graph.method.layouts import check_layout
 from searchain_graph.method.limits import bounded_output
 from searchain_graph.method.question import task_question
 from searchain_graph.method.state import InputState
@@ -76,7 +76,7 @@ class BaselineSettings:
     """Longer questions raise :class:`~searchain_graph.method.question.InvalidQuestionError`."""
     demonstrations: str = "instruction"
     """Where a prompt's worked examples go (SearChain w/o IR reads it): see
-    :data:`~searchain_graph.method.layouts.DEMONSTRATION_LAYOUTS`."""
+    :data:`~searchain_graph.method.adaptations.turns.DEMONSTRATION_LAYOUTS`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_question_chars, int) or self.max_question_chars < 1:

@@ -33,9 +33,9 @@ from searchain_graph.baselines.prompts import (
     DIRECT_EXAMPLE,
     DIRECT_PROMPT,
 )
+from searchain_graph.method.adaptations.options import answer_as_option
+from searchain_graph.method.adaptations.turns import no_ir_turns, turn_dicts
 from searchain_graph.method.calls import to_messages
-from searchain_graph.method.choices import answer_as_option
-from searchain_graph.method.layouts import no_ir_turns, turn_dicts
 from searchain_graph.method.parsing import extract_final_answer, parse_chain
 from searchain_graph.method.steps import Generate, StepBody
 

@@ -69,7 +69,7 @@ def add_calibrate_parser(sub: Any) -> None:
 def run_calibrate(args: argparse.Namespace) -> int:
     """``searchain calibrate``: sweep θ for a reader, print the table and the choice, save it."""
     from searchain_graph.evaluation.calibration import calibrate, dataset_retriever
-    from searchain_graph.evaluation.datasets import load_dataset
+    from searchain_graph.evaluation.dataset_loading import load_dataset
     from searchain_graph.ir.readers.calibration import save_threshold
     from searchain_graph.ir.readers.load import load_reader
     from searchain_graph.llms.chat_model import TransformersChatModel

@@ -33,9 +33,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from searchain_graph.cli.settings import context_of, set_fields
 from searchain_graph.cli.stack import load_stack
 from searchain_graph.ir.readers.calibration import reader_key
-from searchain_graph.method.context import normalize_task
+from searchain_graph.method.context import PRESET_VALUES, Context
 
 EVAL_RESPONSE_CACHE = 4096
 """Replies a local model remembers during ``searchain eval``: SearChain and its ablations send the same first prompt."""
@@ -73,7 +74,7 @@ def run_eval(args: argparse.Namespace) -> int:
     """
     from tqdm.auto import tqdm
 
-    from searchain_graph.evaluation.datasets import corpus_paragraphs, load_dataset
+    from searchain_graph.evaluation.dataset_loading import corpus_paragraphs, load_dataset
     from searchain_graph.evaluation.harness import run_evaluation, runtime_versions, with_gold
     from searchain_graph.evaluation.methods import parse_methods
     from searchain_graph.evaluation.report import write_report
@@ -132,11 +133,7 @@ def run_eval(args: argparse.Namespace) -> int:
                 "concurrency": concurrency,
                 "versions": runtime_versions(),  # what computed the replies (ONNX Runtime, torch, ...)
             },
-            options={
-                "demonstrations": args.demonstrations,
-                "is_duplicate": args.duplicates,
-                "continuation": args.continuation,
-            },
+            options=eval_options(args),
             rerun_contended=args.rerun_contended,
             cache=_open_cache(args.cache),
         )
@@ -171,7 +168,7 @@ def _open_cache(path: str | None) -> Any:
 
 def run_report(args: argparse.Namespace) -> int:
     """``searchain report``: write the Markdown report and plots for results files."""
-    from searchain_graph.evaluation.datasets import load_dataset
+    from searchain_graph.evaluation.dataset_loading import load_dataset
     from searchain_graph.evaluation.harness import read_records, with_gold
     from searchain_graph.evaluation.report import write_report
 
@@ -231,6 +228,18 @@ def _print_result(out: dict[str, Any], seconds: float) -> None:
         print(f"note: {warning}", file=sys.stderr)
 
 
+def eval_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``Context`` fields ``eval`` gives SearChain and its ablations, and the layout of ``searchain_no_ir``.
+
+    The demonstrations' layout is always named (the preset's when not given), so that the records
+    say which one ran, and w/o IR's chain is asked in the layout SearChain's is.
+    """
+    chosen = set_fields(args)
+    context = Context(**chosen)
+    chosen["demonstrations"] = context.demonstrations or PRESET_VALUES[context.preset]["demonstrations"]
+    return chosen
+
+
 def build_graph(
     args: argparse.Namespace, say: Callable[[str], None], *, checkpointer: Any = None, max_batch_size: int = 1
 ) -> tuple[Any, str]:
@@ -238,32 +247,28 @@ def build_graph(
 
     Args:
         args: ``--corpus`` or ``--index``, ``--model``, ``--llm-backend``, ``--reader``,
-            ``--threshold``, ``--max-rounds``, ``--max-new-tokens``, ``--llm-timeout``, ``--task``,
-            ``--demonstrations``, ``--continuation``, ``--duplicates``, ``--cache`` and (``serve``) ``--review``.
+            ``--max-new-tokens``, ``--llm-timeout``, the ``Context`` options
+            (:mod:`searchain_graph.cli.settings`), ``--cache`` and (``serve``) ``--review``.
         say: Where the progress of loading goes.
         checkpointer: Passed to :func:`create_searchain_graph`.
         max_batch_size: Local models: calls decoded together.
     """
     from searchain_graph.method.graph import create_searchain_graph
 
-    task = normalize_task(args.task)
+    context = context_of(args)
     stack = load_stack(args, say=say, max_batch_size=max_batch_size)
     graph = create_searchain_graph(
         stack.llm,
         stack.retriever,
         stack.reader,
-        max_rounds=args.max_rounds,
-        confidence_threshold=args.threshold,
-        task=task,
-        demonstrations=args.demonstrations or "instruction",
-        continuation=args.continuation or "fresh",
-        is_duplicate=args.duplicates,
+        context,
         checkpointer=checkpointer,
         review=bool(getattr(args, "review", False)),
         cache=_open_cache(getattr(args, "cache", None)),
     )
     about = (
-        f"LLM {stack.model_name}; {stack.source}; reader {args.reader}; task {task}; at most {args.max_rounds} rounds"
+        f"LLM {stack.model_name}; {stack.source}; reader {args.reader}; preset {context.preset}; "
+        f"task {context.task}; at most {context.max_rounds} rounds"
     ) + ("; a person reviews each correction" if getattr(args, "review", False) else "")
     about += f"; IR cache {args.cache}" if getattr(args, "cache", None) else ""
     return graph, about

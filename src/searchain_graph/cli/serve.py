@@ -108,7 +108,7 @@ def run_serve(args: argparse.Namespace) -> int:
 def run_serve_index(args: argparse.Namespace) -> int:
     """``searchain serve-index``: open an index once, then answer ColBERTv2-protocol searches until interrupted."""
     _check_server(args, "serve-index", "query this index")
-    from searchain_graph.ir.bm25 import retain_freed_memory
+    from searchain_graph.ir.bm25.index import retain_freed_memory
     from searchain_graph.ir.index import load_index
     from searchain_graph.ir.index_dir import read_manifest
     from searchain_graph.serve.guard import served_hosts

@@ -95,7 +95,7 @@ def load_stack(
     Raises:
         ValueError: no ``--index``, no ``--corpus`` and no ``documents``.
     """
-    from searchain_graph.ir.bm25_retriever import BM25Retriever
+    from searchain_graph.ir.bm25.retriever import BM25Retriever
     from searchain_graph.ir.index import load_index
     from searchain_graph.ir.readers.load import load_reader
     from searchain_graph.llms.chat_model import TransformersChatModel

@@ -1,6 +1,9 @@
 """Evaluation: the paper's Section 4 as a harness around the method.
 
-* :mod:`~searchain_graph.evaluation.datasets`: the datasets in their native formats;
+* the datasets in their native formats: :mod:`~searchain_graph.evaluation.datasets` (the datasets,
+  their tasks and the ``Example`` layout), :mod:`~searchain_graph.evaluation.dataset_formats` (one
+  record of each native format read) and :mod:`~searchain_graph.evaluation.dataset_loading`
+  (loading a dataset file);
 * :mod:`~searchain_graph.evaluation.metrics`: cover-EM, EM, F1, ROUGE-L;
 * :mod:`~searchain_graph.evaluation.methods`: the registry of every method ``searchain eval`` runs,
   one :class:`~searchain_graph.evaluation.method_spec.MethodSpec` record each (name, description,

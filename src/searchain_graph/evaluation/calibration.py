@@ -35,7 +35,8 @@ from typing import Any, NamedTuple
 
 from langchain_core.retrievers import BaseRetriever
 
-from searchain_graph.evaluation.datasets import Example, corpus_paragraphs
+from searchain_graph.evaluation.dataset_loading import corpus_paragraphs
+from searchain_graph.evaluation.datasets import Example
 from searchain_graph.evaluation.oracle import build_oracle_nodes, read_oracle_nodes, render_sweep, sweep
 from searchain_graph.ir.readers.base import Reader, reader_traits
 from searchain_graph.ir.readers.calibration import reader_key
@@ -214,7 +215,7 @@ def dataset_retriever(
     Raises:
         ValueError: no index or corpus is given and the examples carry no paragraphs.
     """
-    from searchain_graph.ir.bm25_retriever import BM25Retriever
+    from searchain_graph.ir.bm25.retriever import BM25Retriever
     from searchain_graph.ir.index import load_index
 
     if index:

@@ -29,7 +29,8 @@ from typing import Any
 
 from searchain_graph.evaluation.methods import METHODS
 from searchain_graph.evaluation.significance import PairedDifference, paired_difference
-from searchain_graph.method.parsing import answer_contains, copied_names, normalize_answer
+from searchain_graph.method.adaptations.chain_repair import copied_names
+from searchain_graph.method.parsing import answer_contains, normalize_answer
 
 __all__ = [
     "IR_CHANGED",

@@ -252,9 +252,10 @@ def run_evaluation(
         concurrency: Pairs run at once (use > 1 only with a remote LLM).
         progress: Called with each new record.
         extra: Fields added to every record (model, retriever, reader names...).
-        options: Method options (``demonstrations``, ``is_duplicate``): each method gets those its
-            record declares (:attr:`~searchain_graph.evaluation.method_spec.MethodSpec.options`),
-            and its records carry them as ``options``. String values only, so that records say
+        options: Method options (SearChain's ``Context`` fields: ``preset``, ``demonstrations``,
+            ``duplicates``...): each method gets those its record declares
+            (:attr:`~searchain_graph.evaluation.method_spec.MethodSpec.options`), and its records
+            carry them as ``options``. JSON scalars only (strings, numbers, booleans), so that records say
             what they were made with.
         rerun_contended: Run again the pairs whose last record's seconds were measured beside other
             work (:func:`~searchain_graph.evaluation.cpu_meter.contended`); the new record
@@ -272,9 +273,11 @@ def run_evaluation(
         ValueError: ``out_path`` holds records of a method made with other options: a resumed run
             would mix two settings under one name (write to another file).
     """
-    odd = sorted(k for k, v in (options or {}).items() if v is not None and not isinstance(v, str))
+    odd = sorted(k for k, v in (options or {}).items() if v is not None and not isinstance(v, (str, int, float)))
     if odd:
-        raise TypeError(f"evaluation options must be strings, so that records name them; not: {', '.join(odd)}")
+        raise TypeError(
+            f"evaluation options must be strings, numbers or booleans, so that records name them; not: {', '.join(odd)}"
+        )
     methods = parse_methods(methods)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -42,6 +42,7 @@ from searchain_graph.evaluation.method_spec import (
     count_references,
     count_rounds,
 )
+from searchain_graph.method.context import Context
 from searchain_graph.method.prompts import COQ_DEMONSTRATION_NAMES, NO_IR_DEMONSTRATION_NAMES
 
 __all__ = ["METHODS", "METHOD_DESCRIPTIONS", "GraphFactory", "MethodSpec", "parse_methods"]
@@ -56,9 +57,9 @@ def _table1(hotpotqa: float, musique: float, wiki: float, strategyqa: float) -> 
 SEARCHAIN = "searchain_graph.method.graph:create_searchain_graph"
 """SearChain's builder, for the full method and its ablations (a record fixes an ablation's switch)."""
 
-SEARCHAIN_OPTIONS = ("demonstrations", "is_duplicate", "continuation")
-"""What ``searchain eval`` may set on SearChain and its ablations (``--demonstrations``, ``--duplicates``,
-``--continuation``)."""
+SEARCHAIN_OPTIONS = tuple(name for name in Context.descriptions() if name != "task")
+"""What ``searchain eval`` may set on SearChain and its ablations: the fields of its ``Context``
+(``--preset``, ``--demonstrations``, ``--duplicates``, ...); the task is the dataset's."""
 
 _SPECS = (
     MethodSpec(

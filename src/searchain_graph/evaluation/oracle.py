@@ -8,7 +8,7 @@ by a wrong one (the sub-answer of another question), another fraction is marked
 exactly as in the graph: the top-1 passage for ``q_i``, the reader's ``(g, f)``, and the
 same decision function with the same settings (:func:`oracle_verdict`:
 :func:`~searchain_graph.method.verdict.ir_verdict` with the
-:class:`~searchain_graph.method.context.SearChainSettings` a graph on the same reader has, from
+:class:`~searchain_graph.method.context.Context` a graph on the same reader has, from
 :func:`~searchain_graph.method.graph.reader_settings`). Since *f* does not depend on θ, one
 reading per node gives the outcome at every θ.
 
@@ -37,7 +37,7 @@ from langchain_core.retrievers import BaseRetriever
 from searchain_graph.evaluation.datasets import Example
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.ir.readers.base import Reader, passage_of, read_pairs
-from searchain_graph.method.context import SearChainSettings
+from searchain_graph.method.context import Context
 from searchain_graph.method.parsing import answer_contains
 from searchain_graph.method.state import ChainNode
 from searchain_graph.method.verdict import ir_verdict
@@ -109,7 +109,7 @@ def read_oracle_nodes(nodes: list[dict[str, Any]], retriever: BaseRetriever, rea
     return nodes
 
 
-def oracle_verdict(node: dict[str, Any], settings: SearChainSettings) -> str:
+def oracle_verdict(node: dict[str, Any], settings: Context) -> str:
     """The graph's verdict on one oracle node (an action of :func:`~searchain_graph.method.verdict.ir_verdict`)."""
     chain_node: ChainNode = {
         "index": 1,
@@ -125,7 +125,7 @@ def sweep(
     nodes: Sequence[dict[str, Any]],
     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     *,
-    settings: SearChainSettings,
+    settings: Context,
 ) -> list[dict[str, Any]]:
     """Outcome rates at each θ (see the module docstring), from nodes read once.
 
@@ -141,7 +141,7 @@ def sweep(
     for theta in thresholds:
         at_theta = replace(settings, confidence_threshold=theta)
 
-        def verdict(node: dict[str, Any], at: SearChainSettings = at_theta) -> str:
+        def verdict(node: dict[str, Any], at: Context = at_theta) -> str:
             return oracle_verdict(node, at)
 
         wrong = [(n, verdict(n)) for n in by["wrong"]]

@@ -2,8 +2,8 @@
 
 * :mod:`~searchain_graph.ir.corpus`: corpus files (JSONL, TSV, QA datasets' paragraphs) and the
   on-disk passage store;
-* :mod:`~searchain_graph.ir.bm25` (the engine) and :mod:`~searchain_graph.ir.bm25_retriever`
-  (its LangChain retriever);
+* :mod:`~searchain_graph.ir.bm25`: BM25 (tokenising, the bounded-memory build, the index and its
+  queries, its LangChain retriever);
 * :mod:`~searchain_graph.ir.colbert` (ColBERTv2 through RAGatouille) and its compatibility shim
   :mod:`~searchain_graph.ir._ragatouille_compat`;
 * :mod:`~searchain_graph.ir.index_dir` (the index directory format) and

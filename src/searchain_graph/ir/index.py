@@ -3,7 +3,7 @@
 SearChain retrieves the top-1 passage for every query of a chain. The paper uses
 ColBERTv2 (:class:`~searchain_graph.ir.colbert.ColBERTRetriever`, ``pip install
 'searchain-graph[colbert]'``); the embedded default is BM25
-(:class:`~searchain_graph.ir.bm25_retriever.BM25Retriever`, Snowball-stemmed, see
+(:class:`~searchain_graph.ir.bm25.retriever.BM25Retriever`, Snowball-stemmed, see
 :mod:`searchain_graph.ir.bm25`), which needs no model weights and indexes tens of thousands of
 passages per second. Any LangChain ``BaseRetriever`` can replace either.
 
@@ -20,8 +20,8 @@ from typing import Literal
 
 from langchain_core.retrievers import BaseRetriever
 
-from searchain_graph.ir.bm25_build import build_bm25
-from searchain_graph.ir.bm25_retriever import BM25Retriever
+from searchain_graph.ir.bm25.build import build_bm25
+from searchain_graph.ir.bm25.retriever import BM25Retriever
 from searchain_graph.ir.corpus import iter_passages, joined_text
 from searchain_graph.ir.index_dir import MANIFEST, IndexSummary, read_manifest, write_index
 from searchain_graph.ir.passage_store import store_passages

@@ -1,7 +1,7 @@
 r"""JSON records from corpus and dataset files: JSONL or one JSON array, decoded strictly and repaired.
 
 The reader under :mod:`~searchain_graph.ir.corpus` and
-:mod:`~searchain_graph.evaluation.dataset_records`. What Python's ``json`` would let through, or
+:mod:`~searchain_graph.evaluation.dataset_loading`. What Python's ``json`` would let through, or
 fail on without saying where, ends here as the caller's format error naming the file, the line
 and the field (``supporting_facts[0][1]``):
 

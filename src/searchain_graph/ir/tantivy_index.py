@@ -117,7 +117,7 @@ class TantivyRetriever(BaseRetriever):
     """A LangChain retriever over an index built by ``searchain index --retriever tantivy``.
 
     Hits carry ``score`` (tantivy's BM25) and ``pid`` (the passage's row) in their metadata, as
-    :class:`~searchain_graph.ir.bm25_retriever.BM25Retriever`'s do. A query with no word
+    :class:`~searchain_graph.ir.bm25.retriever.BM25Retriever`'s do. A query with no word
     returns no documents.
 
     Example:

@@ -1,41 +1,42 @@
-"""Settings of the SearChain graph: the typed settings of a run, and the per-run overrides.
+"""The one place SearChain's settings are described: :class:`Context`.
 
-:class:`SearChainSettings` holds every decision's setting, fully typed and checked, frozen:
-the graph's steps, :func:`~searchain_graph.method.verdict.ir_verdict`, the oracle-chain
-benchmark and the calibration all take one. The factory
-:func:`~searchain_graph.create_searchain_graph` resolves its arguments (and the reader's
-defaults) into one; a caller overrides any field per run with a :class:`SearChainContext`
-(LangGraph's ``context_schema``)::
+``Context`` is LangGraph's ``context_schema`` of the graph. The factory takes one (or its fields as
+keyword arguments), ``searchain ask``/``eval``/``serve`` build their options from its fields and
+descriptions, and a run may bring its own::
 
-    graph.invoke({"question": q}, context=SearChainContext(max_rounds=3))
+    graph = create_searchain_graph(llm, retriever, reader, context=Context(preset="paper"))
+    graph.invoke({"question": q}, context=Context(max_rounds=3))
 
-A context field left at ``None`` takes the factory's value (:meth:`SearChainContext.resolve`).
+A run's context changes the fields it sets to other than their defaults; the others keep the
+graph's values (:meth:`Context.over`).
+
+**Presets.** ``preset="paper"`` runs Section 3 as written: the paper's prompt layout, its
+``DuplicateQuery`` by text, its verification rule, and the tracing output kept as the LLM wrote
+it. ``preset="tuned"`` (the default) adds the adaptations of
+:mod:`searchain_graph.method.adaptations`, each measured on development questions with the
+default LLM; each has a field of its own, which wins over the preset.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
-from typing import Literal
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any, Literal, TypeVar, get_args
 
-from searchain_graph.method.layouts import check_layout
+T = TypeVar("T")
 
 Task = Literal["multihop", "yesno", "fact", "longform", "slot_filling"]
 """The task families of the paper, each with its own CoQ prompt (Figures 9-12)."""
 
-TASKS: tuple[str, ...] = ("multihop", "yesno", "fact", "longform", "slot_filling")
+TASKS: tuple[str, ...] = get_args(Task)
 
-CONTINUATIONS: tuple[str, ...] = ("fresh", "path")
-"""How a later round's reply begins, after IR's feedback.
+Preset = Literal["tuned", "paper"]
+PRESETS: tuple[str, ...] = get_args(Preset)
 
-* ``"fresh"``: the paper's. The LLM answers the correction or completion prompt with a new reply,
-  which may restart the chain at ``[Query 1]``, and may repeat the node IR changed with the answer
-  IR rejected (a take-back: Qwen2.5-Coder-1.5B did so on 10-25 of 100 questions per dataset).
-* ``"path"``: the reply is begun for the LLM with the verified ``[Query i]``/``[Answer i]`` pairs
-  (*R*, the tracing's pairs), the node IR corrected or completed last with IR's answer, and the LLM
-  continues it from the next node. Needs a chat model that continues a final assistant message:
-  the local models do (``continue_final_message``); an OpenAI-compatible server may not.
-"""
+Layout = Literal["instruction", "turns"]
+DuplicateRule = Literal["text", "meaning"]
+Continuation = Literal["fresh", "path"]
+CONTINUATIONS: tuple[str, ...] = get_args(Continuation)
 
 TASK_ALIASES: dict[str, str] = {
     "multi-hop": "multihop",
@@ -56,6 +57,31 @@ TASK_ALIASES: dict[str, str] = {
     "trex": "slot_filling",
 }
 
+DEFAULT_THRESHOLD = 1.5
+"""θ of the paper (Section 4.1): the DPR reader must be this confident to overrule the LLM."""
+
+PRESET_VALUES: dict[str, dict[str, Any]] = {
+    "paper": {
+        "demonstrations": "instruction",
+        "duplicates": "text",
+        "answer_checks": False,
+        "chain_repair": False,
+        "tracing_checks": False,
+        "option_answers": False,
+        "verify_yes_no": True,
+    },
+    "tuned": {
+        "demonstrations": "turns",
+        "duplicates": "meaning",
+        "answer_checks": True,
+        "chain_repair": True,
+        "tracing_checks": True,
+        "option_answers": True,
+        "verify_yes_no": None,  # the reader's answers_yes_no
+    },
+}
+"""What each preset gives the fields left at ``None``; ``verify_yes_no=None`` asks the reader."""
+
 
 def normalize_task(task: str) -> str:
     """Return the canonical task name for ``task`` (accepting dataset names as aliases).
@@ -73,131 +99,154 @@ def normalize_task(task: str) -> str:
     return key
 
 
-DEFAULT_THRESHOLD = 1.5
-"""θ of the paper (Section 4.1): the DPR reader must be this confident to overrule the LLM."""
+def _setting(default: Any, description: str) -> Any:
+    return field(default=default, metadata={"description": description})
 
 
 @dataclass(frozen=True, kw_only=True)
-class SearChainSettings:
-    """The resolved settings of a SearChain run: one value, of one type, for every decision.
+class Context:
+    """The settings of a SearChain graph and of each of its runs. Every field is checked once, here.
 
     Raises:
         ValueError: a field is out of range or of the wrong type; the message names the field.
     """
 
-    max_rounds: int = 5
-    """Most LLM-IR interaction rounds (the paper's r_max = 5)."""
-    confidence_threshold: float = DEFAULT_THRESHOLD
-    """θ: IR corrects an answer only when the reader's confidence f > θ."""
-    rouge_threshold: float = 0.35
-    """α: a long-form answer is inconsistent with its passage when ROUGE-L < α."""
-    task: str = "multihop"
-    """The task family (normalised: one of :data:`TASKS`)."""
-    verification: bool = True
-    """Verification runs (False: the paper's 'w/o Verification')."""
-    completion: bool = True
-    """Completion runs (False: the paper's 'w/o Completion')."""
-    verify_yes_no: bool = True
-    """Verification checks yes/no answers too (False for readers that cannot answer yes or no)."""
-    max_question_chars: int = 2000
-    """Longer questions are refused."""
-    demonstrations: str = "instruction"
-    """Where the prompts' worked examples go: ``"instruction"`` (the paper's: inside the one user
-    message) or ``"turns"`` (as earlier turns of the chat); see
-    :data:`~searchain_graph.method.layouts.DEMONSTRATION_LAYOUTS`."""
-    continuation: str = "fresh"
-    """How a later round's reply begins: ``"fresh"`` (the paper's: after the feedback the LLM writes
-    its reply from nothing) or ``"path"`` (the reply is begun with the verified pairs, *R*, the node
-    fed back last, and the LLM continues it); see :data:`CONTINUATIONS`."""
+    preset: Preset = _setting(
+        "tuned",
+        "'tuned' (default): the paper's method with the adaptations measured best on development "
+        "questions with the default LLM; 'paper': Section 3 as written. Sets every adaptation field left empty.",
+    )
+    max_rounds: int = _setting(5, "Most LLM-IR interaction rounds (the paper's r_max = 5).")
+    confidence_threshold: float | None = _setting(
+        None,
+        "theta: IR corrects an answer only when the reader's confidence f > theta. Empty: the theta saved for "
+        "the reader by `searchain calibrate`, else the reader's own default, else the paper's 1.5.",
+    )
+    rouge_threshold: float = _setting(
+        0.35, "alpha: a long-form answer is inconsistent with its passage when ROUGE-L(answer, passage) < alpha."
+    )
+    task: str = _setting("multihop", f"Task family (selects the paper's CoQ prompt): one of {', '.join(TASKS)}.")
+    verification: bool = _setting(True, "Run verification (false: the paper's 'w/o Verification' ablation).")
+    completion: bool = _setting(True, "Run completion (false: the paper's 'w/o Completion' ablation).")
+    max_question_chars: int = _setting(2000, "Questions longer than this are refused with a clear error.")
+    continuation: Continuation = _setting(
+        "fresh",
+        "How a later round's reply begins: 'fresh' (the paper's: the LLM replies to the feedback from nothing) "
+        "or 'path' (the reply is begun with the verified Query/Answer pairs, the node IR changed last, for the "
+        "LLM to continue; needs a chat model that continues a final assistant message).",
+    )
+    # -- the adaptations (searchain_graph.method.adaptations); empty: the preset's value ---------------
+    demonstrations: Layout | None = _setting(
+        None,
+        "Where the prompts' worked examples go: 'instruction' (the paper's: inside the one user message) or "
+        "'turns' (the same words as earlier turns of the chat, which a small model copies less).",
+    )
+    duplicates: DuplicateRule | None = _setting(
+        None,
+        "DuplicateQuery: 'text' (equal after normalisation) or 'meaning' (all-MiniLM-L6-v2 cosine >= 0.85, "
+        "guarded by the kind of answer asked for).",
+    )
+    verify_yes_no: bool | None = _setting(
+        None,
+        "Verify yes/no answers too. Empty: 'paper' does; 'tuned' asks the reader (an extractive reader's span "
+        "never says yes or no, so it does not).",
+    )
+    answer_checks: bool | None = _setting(
+        None,
+        "A confident g overrules the LLM only when it can answer the query (no date for a place or person) and "
+        "is not the answer's own words spelled one letter apart.",
+    )
+    chain_repair: bool | None = _setting(
+        None,
+        "Repair the parsed chain before IR checks it: drop a node cut by the token budget, treat an answer that "
+        "restates its query or copies the worked example as unsolved, complete the question when no node is left.",
+    )
+    tracing_checks: bool | None = _setting(
+        None,
+        "Check the tracing output: one that cites nothing, repeats the worked example or cites a corrected "
+        "passage for a statement without its answer is replaced by content composed from the path.",
+    )
+    option_answers: bool | None = _setting(
+        None,
+        "A question that offers two answers ('..., A or B?') gets the option the chain links its answer to, "
+        "when the answer names neither.",
+    )
 
     def __post_init__(self) -> None:
+        _check_choice("preset", self.preset, PRESETS)
         for name in ("max_rounds", "max_question_chars"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         for name in ("confidence_threshold", "rouge_threshold"):
             value = getattr(self, name)
+            if value is None and name == "confidence_threshold":
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
             object.__setattr__(self, name, float(value))
         if not 0.0 <= self.rouge_threshold <= 1.0:
             raise ValueError(f"rouge_threshold must lie in [0, 1], got {self.rouge_threshold!r}")
-        for name in ("verification", "completion", "verify_yes_no"):
+        for name in ("verification", "completion"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        for name in ("verify_yes_no", "answer_checks", "chain_repair", "tracing_checks", "option_answers"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True, False or None (the preset's), got {getattr(self, name)!r}")
         if not isinstance(self.task, str):
             raise ValueError(f"task must be a string, got {self.task!r}")
         object.__setattr__(self, "task", normalize_task(self.task))
-        check_layout(self.demonstrations)
-        if self.continuation not in CONTINUATIONS:
-            raise ValueError(f"continuation must be one of {', '.join(CONTINUATIONS)}, got {self.continuation!r}")
+        _check_choice("continuation", self.continuation, CONTINUATIONS)
+        if self.demonstrations is not None:
+            _check_choice("demonstrations", self.demonstrations, get_args(Layout))
+        if self.duplicates is not None:
+            _check_choice("duplicates", self.duplicates, get_args(DuplicateRule))
 
+    def over(self, base: Context) -> Context:
+        """This run's context over the graph's: the fields set here to other than their default win.
 
-@dataclass(kw_only=True)
-class SearChainContext:
-    """Per-run settings of SearChain. ``None`` means "the value given to the factory"."""
-
-    max_rounds: int | None = field(
-        default=None,
-        metadata={"description": "Most LLM-IR interaction rounds (the paper's r_max = 5)."},
-    )
-    confidence_threshold: float | None = field(
-        default=None,
-        metadata={
-            "description": "theta: IR corrects an answer only when the reader's confidence f > theta "
-            "(1.5 in the paper, for the DPR reader's relevance logit)."
-        },
-    )
-    rouge_threshold: float | None = field(
-        default=None,
-        metadata={
-            "description": "alpha: for long-form tasks an answer is inconsistent with its passage "
-            "when ROUGE-L(answer, passage) < alpha (0.35 in the paper)."
-        },
-    )
-    task: str | None = field(
-        default=None,
-        metadata={"description": f"Task family, one of {', '.join(TASKS)}."},
-    )
-    verification: bool | None = field(
-        default=None,
-        metadata={"description": "Run verification (False reproduces 'w/o Verification')."},
-    )
-    completion: bool | None = field(
-        default=None,
-        metadata={"description": "Run completion (False reproduces 'w/o Completion')."},
-    )
-    verify_yes_no: bool | None = field(
-        default=None,
-        metadata={
-            "description": "Verify yes/no answers too. By default only a reader that can answer yes or no "
-            "(answers_yes_no) does: an extractive reader's span never contains 'yes' or 'no'."
-        },
-    )
-    max_question_chars: int | None = field(
-        default=None,
-        metadata={"description": "Questions longer than this are refused with a clear error."},
-    )
-    demonstrations: str | None = field(
-        default=None,
-        metadata={
-            "description": "Where the prompts' worked examples go: 'instruction' (the paper's layout) or "
-            "'turns' (earlier turns of the chat)."
-        },
-    )
-    continuation: str | None = field(
-        default=None,
-        metadata={
-            "description": "How a later round's reply begins: 'fresh' (the paper's) or 'path' (begun with the "
-            "verified Query/Answer pairs, the corrected node last, for the LLM to continue)."
-        },
-    )
-
-    def resolve(self, defaults: SearChainSettings) -> SearChainSettings:
-        """The run's settings: every field set here, the rest from ``defaults``.
-
-        Raises:
-            ValueError: a field set here is out of range; the message names the field.
+        A context from a request (``{"max_rounds": 3}``) thus changes only what it names.
         """
-        values = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
-        return replace(defaults, **values)
+        changed = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
+        return replace(base, **changed)
+
+    def resolved(self, *, threshold: float, reader_yes_no: bool) -> Context:
+        """Every empty field filled: from the preset, θ from ``threshold``, ``verify_yes_no`` from the reader.
+
+        The graph's steps only ever see a resolved context.
+        """
+        filled: dict[str, Any] = {}
+        for name, value in PRESET_VALUES[self.preset].items():
+            if getattr(self, name) is None:
+                filled[name] = reader_yes_no if value is None else value
+        if self.confidence_threshold is None:
+            filled["confidence_threshold"] = threshold
+        return replace(self, **filled)
+
+    @classmethod
+    def descriptions(cls) -> dict[str, tuple[Any, str]]:
+        """``{field: (default, description)}``: what the CLI and the server show for each setting."""
+        return {
+            f.name: (None if f.default is MISSING else f.default, f.metadata.get("description", ""))
+            for f in fields(cls)
+        }
+
+
+def required(value: T | None, name: str) -> T:
+    """``value`` of a resolved context's field ``name``.
+
+    Raises:
+        ValueError: it is empty: the caller was given a context that :meth:`Context.resolved` did not fill.
+    """
+    if value is None:
+        raise ValueError(f"{name} is empty: pass a resolved Context (Context.resolved, graph.reader_settings)")
+    return value
+
+
+ADAPTATIONS: tuple[str, ...] = tuple(PRESET_VALUES["paper"])
+"""The fields that differ between the presets, in the order ``docs/method.md`` lists them."""
+
+
+def _check_choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")

@@ -7,7 +7,7 @@ node. It performs each request synchronously or asynchronously, traces it under 
 round, counts its cost as a ``usage`` delta, writes the round number once per round, records the
 step that ran last and starts a run afresh at the entry step. SearChain
 (:mod:`searchain_graph.method.graph`) and every baseline
-(:mod:`searchain_graph.evaluation.baselines`) run on it; see the worked example in
+(:mod:`searchain_graph.baselines`) run on it; see the worked example in
 :mod:`searchain_graph.method.steps`.
 """
 

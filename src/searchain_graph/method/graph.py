@@ -1,19 +1,44 @@
-r"""SearChain as a LangGraph state machine (Section 3 and Algorithm 1 of the paper).
+r"""SearChain as a LangGraph state machine: Algorithm 1 of the paper, node for node.
 
-The graph has four nodes, one per step of a round (:mod:`searchain_graph.method.nodes`)::
+Algorithm 1 (Xu et al., WWW 2024), and the graph's nodes that run it::
 
-    START -> coq_generation -> ir_check -> feedback -> coq_generation -> ... -> tracing -> END
-                                        \\-------------------------------------> tracing
+    Main(Q):
+      r = 1; CoQ = ChainGenerate(Q)                      coq_generation   (round r = 1)
+      while r <= r_max:
+        F = Traverse(CoQ)       # IR(q_i, a_i), node by node  ir_check
+        if F is empty: break                             route_after_ir_check -> tracing
+        CoQ = ChainGenerate(Q, F); T.AddChild(CoQ)      feedback -> coq_generation (r = r + 1)
+      return Tracing(T, R)                               tracing
 
-``ir_check`` goes to ``feedback`` when IR corrected or completed a node and rounds remain, else
-to ``tracing``. Each node is one run in a LangSmith trace, named after its step, with
-``searchain_round`` in its metadata; the LLM, retriever, reader and per-node verdict runs inside
-it carry the same.
+    START -> coq_generation -> ir_check --(feedback pending and r < r_max)--> feedback -> coq_generation
+                                       \--(otherwise)--------------------------------> tracing -> END
+
+The steps themselves are in :mod:`searchain_graph.method.nodes`. Each is a generator that asks
+for its LLM, retriever and reader calls and returns its state update; a
+:class:`~searchain_graph.method.driver.StepDriver` performs each request, sync or async, and
+sends the step its result:
+
+==========================  ===================================================================
+a step yields               and receives
+==========================  ===================================================================
+``Generate(messages)``      the reply's text (a ``str``; ``.truncated`` when the token budget cut it)
+``Retrieve(queries)``       one list of documents per query (``{"page_content", "metadata"}``)
+``Read(pairs)``             one ``ReaderOutput(answer=g, confidence=f)`` per (query, document)
+==========================  ===================================================================
+
+The driver also counts each call's cost in ``usage``, traces it under its step and round
+(``searchain_step``, ``searchain_round`` in every run's metadata, so each round shows in
+LangSmith), and starts a run afresh at ``coq_generation``. Where a step opens a round,
+``opens_round=True`` says so below: ``rounds`` goes up by one there, and only there.
+
+The settings are one :class:`~searchain_graph.method.context.Context` (LangGraph's
+``context_schema``); the paper's rules as written are ``Context(preset="paper")``.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -27,14 +52,34 @@ from langgraph.types import RetryPolicy
 from searchain_graph.ir.readers.base import Reader, reader_traits
 from searchain_graph.ir.readers.calibration import load_calibration
 from searchain_graph.llms.servers import is_transient
-from searchain_graph.method.context import DEFAULT_THRESHOLD, SearChainContext, SearChainSettings
+from searchain_graph.method.calls import label_node_run
+from searchain_graph.method.context import DEFAULT_THRESHOLD, Context, required
 from searchain_graph.method.driver import StepDriver
-from searchain_graph.method.nodes import CONTINUES_AFTER, FRESH_RUN, SearChainSteps
+from searchain_graph.method.nodes import FRESH_RUN, SearChainSteps
 from searchain_graph.method.state import InputState, OutputState, SearChainState
 from searchain_graph.method.threads import OnBusy, SearChainGraph
-from searchain_graph.method.verdict import QueryMatcher, normalized_duplicate
+from searchain_graph.method.verdict import QueryMatcher
 
 logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_RETRY_POLICY",
+    "create_searchain_graph",
+    "reader_settings",
+    "resolve_threshold",
+    "route_after_ir_check",
+]
+
+
+def route_after_ir_check(state: SearChainState, max_rounds: int) -> Literal["feedback", "tracing"]:
+    """Algorithm 1's loop test: feed back while IR changed a node and rounds remain, else trace.
+
+    ``state["feedback"]`` is the node IR corrected or completed this round (``None``: every node
+    passed); ``state["rounds"]`` is the round just checked; ``max_rounds`` is the paper's r_max.
+    """
+    if state.get("feedback") is not None and state["rounds"] < max_rounds:
+        return "feedback"
+    return "tracing"
 
 
 def resolve_threshold(reader: Reader, confidence_threshold: float | None = None) -> tuple[float, str]:
@@ -44,9 +89,7 @@ def resolve_threshold(reader: Reader, confidence_threshold: float | None = None)
     reader by ``searchain calibrate`` (``"calibration:<file>"``, see
     :mod:`searchain_graph.ir.readers.calibration`); the reader's ``default_threshold``
     (source: the reader's ``threshold_source`` when it has one, e.g. the bundled reader's
-    shipped calibration, else ``"reader default"``);
-    :data:`~searchain_graph.method.verdict.DEFAULT_THRESHOLD`, the paper's 1.5
-    (``"paper default"``).
+    shipped calibration, else ``"reader default"``); the paper's 1.5 (``"paper default"``).
     """
     if confidence_threshold is not None:
         return float(confidence_threshold), "argument"
@@ -59,44 +102,20 @@ def resolve_threshold(reader: Reader, confidence_threshold: float | None = None)
     return DEFAULT_THRESHOLD, "paper default"
 
 
-def reader_settings(
-    reader: Reader,
-    *,
-    confidence_threshold: float | None = None,
-    verify_yes_no: bool | None = None,
-    **fields: Any,
-) -> tuple[SearChainSettings, str]:
-    """The settings of a graph on ``reader``, and where θ came from: the one place reader defaults resolve.
+def reader_settings(reader: Reader, context: Context | None = None, **fields: Any) -> tuple[Context, str]:
+    """``context`` (with ``fields`` changed) resolved for ``reader``, and where θ came from.
 
-    θ as :func:`resolve_threshold` finds it; ``verify_yes_no`` defaults to the reader's
-    ``answers_yes_no`` (False for the shipped readers, whose *g* is words of the passage and never
-    a yes or no; True for readers that do not say). ``create_searchain_graph``, the oracle-chain
-    benchmark and the calibration all call this, so one node gets one verdict everywhere.
+    Every field left empty is filled: the adaptations from the preset, θ as
+    :func:`resolve_threshold` finds it, ``verify_yes_no`` from the reader's ``answers_yes_no``
+    under the tuned preset. ``create_searchain_graph``, the oracle-chain benchmark and the
+    calibration all call this, so one node gets one verdict everywhere.
 
     Raises:
         ValueError: a field is out of range (the message names it).
     """
-    theta, source = resolve_threshold(reader, confidence_threshold)
-    if verify_yes_no is None:
-        verify_yes_no = reader_traits(reader).answers_yes_no
-    return SearChainSettings(confidence_threshold=theta, verify_yes_no=verify_yes_no, **fields), source
-
-
-def duplicate_rule(rule: QueryMatcher | str | None) -> QueryMatcher:
-    """``DuplicateQuery`` from a matcher, or a built-in rule's name (``"text"``, ``"meaning"``).
-
-    Raises:
-        ValueError: ``rule`` is a string that names no rule.
-    """
-    if rule is None or rule == "text":
-        return normalized_duplicate
-    if rule == "meaning":
-        from searchain_graph.ir.query_similarity import shared_semantic_duplicate
-
-        return shared_semantic_duplicate()
-    if isinstance(rule, str) or not callable(rule):
-        raise ValueError(f"is_duplicate must be a callable, 'text' or 'meaning', got {rule!r}")
-    return rule
+    context = replace(context or Context(), **fields)
+    theta, source = resolve_threshold(reader, context.confidence_threshold)
+    return context.resolved(threshold=theta, reader_yes_no=reader_traits(reader).answers_yes_no), source
 
 
 DEFAULT_RETRY_POLICY = RetryPolicy(
@@ -104,34 +123,25 @@ DEFAULT_RETRY_POLICY = RetryPolicy(
 )
 """The steps that call the LLM, the retriever or the reader try 3 times, 0.25 s then 0.5 s apart
 (with jitter), on transient errors only (:func:`~searchain_graph.llms.servers.is_transient`):
-LangGraph's ``default_retry_on`` retries connection errors, timeouts and HTTP 5xx, and never
-``ValueError``, ``TypeError``, ``KeyError`` and other programming errors, which would only fail
-again; nor an OpenAI-style server's 4xx but 408, 409 and 429."""
+connection errors, timeouts, HTTP 5xx, and an OpenAI-style server's 408, 409 and 429; never
+``ValueError``, ``TypeError`` or other programming errors, which would only fail again."""
 
 
 def create_searchain_graph(
     llm: BaseChatModel,
     retriever: BaseRetriever,
     reader: Reader,
+    context: Context | None = None,
     *,
-    max_rounds: int = 5,
-    confidence_threshold: float | None = None,
-    rouge_threshold: float = 0.35,
-    task: str = "multihop",
-    verification: bool = True,
-    completion: bool = True,
-    verify_yes_no: bool | None = None,
-    is_duplicate: QueryMatcher | Literal["text", "meaning"] | None = None,
-    demonstrations: str = "instruction",
-    continuation: str = "fresh",
-    max_question_chars: int = 2000,
+    is_duplicate: QueryMatcher | None = None,
+    review: bool = False,
+    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
+    cache: BaseCache[Any] | None = None,
     retry_policy: RetryPolicy | None = DEFAULT_RETRY_POLICY,
     step_timeout: float | None = None,
-    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     on_busy: OnBusy = "reject",
     name: str = "searchain",
-    review: bool = False,
-    cache: BaseCache[Any] | None = None,
+    **settings: Any,
 ) -> SearChainGraph:
     """Build SearChain (Search-in-the-Chain, Xu et al. WWW 2024) as a compiled LangGraph graph.
 
@@ -143,80 +153,45 @@ def create_searchain_graph(
         retriever: Any LangChain retriever; its first document is the top-1 passage ``d_i``.
         reader: Extracts ``g`` and ``f`` from a passage (``read(query, Passage)``, optionally
             ``read_batch``; see :mod:`searchain_graph.ir.readers.base`).
-        max_rounds: Most LLM-IR interaction rounds (the paper's ``r_max`` = 5).
-        confidence_threshold: θ: IR corrects an answer only when ``f > θ``. Resolved in order
-            (:func:`resolve_threshold`): this argument; else the θ saved for this reader by
-            ``searchain calibrate`` (found by the reader's ``calibration_key`` under
-            ``$SEARCHAIN_CACHE/calibration``, then among the calibrations shipped with the
-            package, such as the default ``LLMReader``'s); else the reader's
-            ``default_threshold`` (the bundled reader's calibrated θ; 1.5 for the others: the
-            paper's value for the DPR reader's relevance logit, and p > 0.82 on the log-odds
-            scale of ``LLMReader`` and ``ExtractiveQAReader``; see ``docs/method.md``); else 1.5.
-            A per-run ``SearChainContext(confidence_threshold=...)`` overrides all of them. The θ
-            chosen and its source are logged (INFO) and put in the graph's run metadata as
-            ``searchain_threshold`` and ``searchain_threshold_source``.
-        rouge_threshold: α: for ``task="longform"`` an answer is inconsistent with its passage
-            when ROUGE-L < α (0.35 in the paper).
-        task: ``multihop``, ``yesno`` (StrategyQA), ``fact`` (FEVER), ``longform`` (ELI5) or
-            ``slot_filling`` (zsRE/T-REx); it selects the paper's CoQ prompt.
-        verification: Set False for the paper's "w/o Verification" ablation.
-        completion: Set False for the paper's "w/o Completion" ablation.
-        verify_yes_no: Whether verification also checks yes/no answers. ``None`` (default): the
-            reader's ``answers_yes_no`` (False for the shipped readers, whose *g* is words of the
-            passage and never a yes or no; True for readers that do not say).
-        is_duplicate: ``DuplicateQuery`` of Algorithm 1, ``(query, processed) -> bool``, or a
-            built-in rule by name: ``"text"`` (the default) takes a query for a duplicate when it
-            equals a processed one after normalisation; ``"meaning"`` when it means the same
-            (:class:`~searchain_graph.ir.query_similarity.SemanticDuplicate`: all-MiniLM-L6-v2,
-            cosine >= 0.85, calibrated on MuSiQue; needs the encoder's PyPI data package).
-        demonstrations: Where the prompts' worked examples go: ``"instruction"`` (the paper's
-            layout: inside the one user message) or ``"turns"`` (the same words as earlier turns
-            of the chat, which a small model copies less; see ``docs/method.md``).
-        continuation: How a later round's reply begins: ``"fresh"`` (the paper's: the LLM replies to
-            the feedback from nothing) or ``"path"`` (the reply is begun with the verified
-            ``[Query i]``/``[Answer i]`` pairs, the node IR changed last with IR's answer, and the
-            LLM continues it; needs a chat model that continues a final assistant message, as the
-            local models do). See :data:`~searchain_graph.method.context.CONTINUATIONS`.
-        max_question_chars: Longer questions raise :class:`InvalidQuestionError`.
-        retry_policy: Retry policy for the nodes that call the LLM, retriever or reader
-            (:data:`DEFAULT_RETRY_POLICY`: transient errors retried twice with backoff; None: no
-            retries). An error that is not retried, or fails every try, carries a note naming
-            the step and the round.
-        step_timeout: Seconds a step may take before the run fails with ``TimeoutError``
-            (a hung LLM endpoint, retriever or reader); None waits for ever. The async path
-            (``ainvoke``, ``astream``: what ``searchain serve`` runs) fails on time; a sync
-            ``invoke`` raises only once the hung call returns, since a thread cannot be
-            stopped. Set the LLM client's own ``timeout`` as well.
-        checkpointer: Passed to ``compile``; the state is msgpack-serialisable.
-        on_busy: A run started on a checkpointer thread that another run of this process is
-            using: ``"reject"`` raises :class:`~searchain_graph.method.threads.ThreadBusyError`,
-            ``"wait"`` runs it when the other ends. Two runs never interleave one thread's
-            checkpoints (:mod:`searchain_graph.method.threads`).
-        name: The graph's run name in traces.
+        context: The settings (:class:`~searchain_graph.method.context.Context`, where each is
+            described); a run's own ``context=`` changes the fields it sets. The θ chosen and its
+            source are logged and put in the run metadata (``searchain_threshold``,
+            ``searchain_threshold_source``).
+        is_duplicate: A ``DuplicateQuery(query, processed) -> bool`` of your own, instead of
+            ``Context.duplicates``.
         review: Pause before IR overrules the LLM: each correction is an ``interrupt()`` whose
             payload is the node, the LLM's answer, *g*, *f* against θ and the passage
             (:func:`~searchain_graph.method.review.review_payload`); the run goes on with
             ``Command(resume="accept" | "reject" | {"decision": "edit", "answer": ...})``, and
-            the tree records the decision (``decided_by="ir+person"``). Needs a checkpointer: yours,
-            or the one LangGraph's server gives a graph it serves (``langgraph dev``).
-        cache: A LangGraph cache (``InMemoryCache``, ``SqliteCache``, any ``BaseCache``), passed
-            to ``compile``: each retrieval (keyed by the retriever, the query and ``k``) and each
-            reading (keyed by the reader, the query and the passage) is then a task with a
-            ``CachePolicy``, answered from the cache when seen before, also by other runs and
-            graphs sharing it (:mod:`searchain_graph.method.ir_tasks`). ``usage`` counts the hits.
-            None (the default): no tasks, no cache.
+            the tree records the decision. Needs a checkpointer: yours, or a LangGraph server's.
+        checkpointer: Passed to ``compile``; the state is msgpack-serialisable.
+        cache: A LangGraph cache passed to ``compile``: each retrieval and reading is then a
+            task with a ``CachePolicy``, answered from the cache when seen before
+            (:mod:`searchain_graph.method.ir_tasks`); ``usage`` counts the hits.
+        retry_policy: For the nodes that call the LLM, retriever or reader
+            (:data:`DEFAULT_RETRY_POLICY`; None: no retries).
+        step_timeout: Seconds a step may take before the run fails with ``TimeoutError``; None
+            waits for ever. The async path fails on time; a sync ``invoke`` raises once the hung
+            call returns, since a thread cannot be stopped.
+        on_busy: A run started on a checkpointer thread another run of this process is using:
+            ``"reject"`` raises :class:`~searchain_graph.method.threads.ThreadBusyError`,
+            ``"wait"`` runs it when the other ends.
+        name: The graph's run name in traces.
+        **settings: Fields of :class:`~searchain_graph.method.context.Context`, over ``context``
+            (``max_rounds=3``).
 
     Returns:
-        The compiled graph (a :class:`~langgraph.graph.state.CompiledStateGraph`). Input
-        ``{"question": str}``; output ``answer``, ``final_content``, ``references``, ``rounds``,
-        ``tree``, ``usage`` and ``warnings``. Per-run overrides go
-        in ``context=SearChainContext(...)``.
+        The compiled graph. Input ``{"question": str}``; output ``answer``, ``final_content``,
+        ``references``, ``rounds``, ``tree``, ``usage`` and ``warnings``.
+
+    Raises:
+        TypeError: a component is of the wrong kind, or ``settings`` names no field of ``Context``.
+        ValueError: a setting is out of range, or ``review=True`` without a checkpointer.
 
     Example:
-        >>> graph = create_searchain_graph(llm, retriever, LLMReader(llm))  # doctest: +SKIP
-        >>> out = graph.invoke({"question": "Where was the performer of Spirit If... born?"})  # doctest: +SKIP
-        >>> out["final_content"]  # doctest: +SKIP
-        'The performer of Spirit If... is Kevin Drew [1]. Kevin Drew was born in Toronto [2]. ...'
+        >>> graph = create_searchain_graph(llm, retriever, reader, Context(preset="paper"))  # doctest: +SKIP
+        >>> graph.invoke({"question": "Where was the performer of Spirit If... born?"})["answer"]  # doctest: +SKIP
+        'Toronto'
     """
     if not isinstance(llm, BaseChatModel):
         raise TypeError(f"llm must be a LangChain BaseChatModel, got {type(llm).__name__}")
@@ -224,77 +199,70 @@ def create_searchain_graph(
         raise TypeError(f"retriever must be a LangChain BaseRetriever, got {type(retriever).__name__}")
     if not callable(getattr(reader, "read", None)):
         raise TypeError(f"reader must have a read(query, passage) method, got {type(reader).__name__}")
-    defaults, source = reader_settings(
-        reader,
-        confidence_threshold=confidence_threshold,
-        verify_yes_no=verify_yes_no,
-        max_rounds=max_rounds,
-        rouge_threshold=rouge_threshold,
-        task=task,
-        verification=verification,
-        completion=completion,
-        max_question_chars=max_question_chars,
-        demonstrations=demonstrations,
-        continuation=continuation,
-    )
-    confidence_threshold = defaults.confidence_threshold
-    logger.info("SearChain θ = %g (%s)", confidence_threshold, source)
+    if context is not None and not isinstance(context, Context):
+        raise TypeError(f"context must be a Context, got {type(context).__name__}")
+    if review and checkpointer is False:
+        raise ValueError("review=True pauses runs for a person, which needs a checkpointer (checkpointer=False)")
+    graph_context = replace(context or Context(), **settings)
+    defaults, source = reader_settings(reader, graph_context)
+    theta = required(defaults.confidence_threshold, "confidence_threshold")
+    yes_no = reader_traits(reader).answers_yes_no
+    logger.info("SearChain θ = %g (%s)", theta, source)
 
-    def settings(runtime: Runtime[SearChainContext] | None) -> SearChainSettings:
+    def run_settings(runtime: Runtime[Context] | None) -> Context:
+        """The run's settings: its own context (a ``Context`` or a dict of fields) over the graph's."""
         ctx = runtime.context if runtime is not None else None
         if ctx is None:
             return defaults
-        if not isinstance(ctx, SearChainContext):
-            raise TypeError(f"context must be a SearChainContext, got {type(ctx).__name__}")
-        return ctx.resolve(defaults)
+        if isinstance(ctx, dict):
+            ctx = Context(**ctx)
+        if not isinstance(ctx, Context):
+            raise TypeError(f"context must be a Context, got {type(ctx).__name__}")
+        return ctx.over(graph_context).resolved(threshold=theta, reader_yes_no=yes_no)
 
-    if review and checkpointer is False:
-        raise ValueError("review=True pauses runs for a person, which needs a checkpointer (checkpointer=False)")
-    steps = SearChainSteps(duplicate_rule(is_duplicate), review=review)
-    driver = StepDriver(
+    def feedback_or_tracing(state: SearChainState, runtime: Runtime[Context]) -> Literal["feedback", "tracing"]:
+        label_node_run("ir_check", state["rounds"])  # the router's run in a trace carries its round
+        return route_after_ir_check(state, run_settings(runtime).max_rounds)
+
+    steps = SearChainSteps(is_duplicate, review=review)
+    run = StepDriver(
         "searchain",
         llm,
         retriever=retriever,
         reader=reader,
-        settings=settings,
+        settings=run_settings,
         fresh=FRESH_RUN,
         state_schema=SearChainState,
         title="SearChain",
         cache_ir=cache is not None,
-    )
-    builder = StateGraph(
-        SearChainState, context_schema=SearChainContext, input_schema=InputState, output_schema=OutputState
-    )
+    ).node
+    builder = StateGraph(SearChainState, context_schema=Context, input_schema=InputState, output_schema=OutputState)
+    # ChainGenerate(Q, F): a new run starts here, and a round opens (r = r + 1) each time.
     builder.add_node(
         "coq_generation",
-        driver.node(
-            "coq_generation", steps.coq_generation, starts_run=True, continues_after=CONTINUES_AFTER, opens_round=True
-        ),
-        retry_policy=retry_policy,
+        run("coq_generation", steps.coq_generation, starts_run=True, continues_after=("feedback",), opens_round=True),
         metadata={"searchain_step": "coq_generation"},
-    )
-    builder.add_node(
-        "ir_check",
-        driver.node("ir_check", steps.ir_check),
-        destinations=("feedback", "tracing"),
         retry_policy=retry_policy,
-        metadata={"searchain_step": "ir_check"},
     )
-    builder.add_node("feedback", driver.node("feedback", steps.feedback), metadata={"searchain_step": "feedback"})
+    # Traverse(CoQ): IR(q_i, a_i) for each node, until the first correction or completion.
     builder.add_node(
-        "tracing",
-        driver.node("tracing", steps.tracing),
-        retry_policy=retry_policy,
-        metadata={"searchain_step": "tracing"},
+        "ir_check", run("ir_check", steps.ir_check), metadata={"searchain_step": "ir_check"}, retry_policy=retry_policy
     )
+    # PromptForVerify / PromptForComplete: F into the conversation.
+    builder.add_node("feedback", run("feedback", steps.feedback), metadata={"searchain_step": "feedback"})
+    # Tracing(T, R): the final content, each step citing its passage.
+    builder.add_node(
+        "tracing", run("tracing", steps.tracing), metadata={"searchain_step": "tracing"}, retry_policy=retry_policy
+    )
+
     builder.add_edge(START, "coq_generation")
     builder.add_edge("coq_generation", "ir_check")
+    builder.add_conditional_edges("ir_check", feedback_or_tracing, ["feedback", "tracing"])
     builder.add_edge("feedback", "coq_generation")
     builder.add_edge("tracing", END)
+
     graph = SearChainGraph.from_compiled(
         builder.compile(checkpointer=checkpointer, cache=cache, name=name), on_busy=on_busy
     )
     graph.step_timeout = step_timeout
-    return graph.with_config(
-        metadata={"searchain_threshold": confidence_threshold, "searchain_threshold_source": source}
-    )
+    return graph.with_config(metadata={"searchain_threshold": theta, "searchain_threshold_source": source})

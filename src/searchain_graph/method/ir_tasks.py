@@ -8,7 +8,7 @@ node, and LangGraph's cache answers the ones it has seen:
 * a reading by the reader, the query and the passage (its title and text: what the reader reads).
 
 The retriever and the reader are named in the key by their ``cache_key`` (:func:`component_key`):
-a :class:`~searchain_graph.ir.bm25_retriever.BM25Retriever` names its index's content, a reader its
+a :class:`~searchain_graph.ir.bm25.retriever.BM25Retriever` names its index's content, a reader its
 weights and kind of *f* (its ``calibration_key``). A component without one gets a key of its own
 for the life of the graph, so a cache shared by graphs over other corpora or readers never answers
 for them. Hits are counted in ``usage`` (``retrieval_cache_hits``, ``reader_cache_hits``); the

@@ -1,53 +1,46 @@
-"""The steps of a SearChain round (Algorithm 1), each one step function.
+"""The four steps of a SearChain round (Algorithm 1); :mod:`~searchain_graph.method.graph` wires them.
 
-Algorithm 1's ``Main`` loop is the graph's cycle::
-
-    coq_generation -> ir_check -> feedback -> coq_generation -> ... -> tracing
-
-Each step is written the one way of :mod:`searchain_graph.method.steps`: a generator that yields
-its LLM, retriever and reader requests, in the order Algorithm 1 makes them, and returns what it
-adds to the state (the reducers of :mod:`~searchain_graph.method.state` keep the rest). The
-:class:`~searchain_graph.method.driver.StepDriver` of :mod:`~searchain_graph.method.graph` runs
-them, sync or async, and writes the round, the cost and the start of a run.
+Each step is a generator over ``(state, settings)``: it yields its LLM, retriever and reader
+requests in the order Algorithm 1 makes them (``graph.py``'s table says what each request
+returns) and returns what it adds to the state (the reducers of :mod:`~searchain_graph.method.state`
+keep the rest). ``settings`` is the run's resolved :class:`~searchain_graph.method.context.Context`.
 
 * :meth:`SearChainSteps.coq_generation` is ``ChainGenerate(Q, F)`` (Section 3.2): the LLM writes
   a whole Chain-of-Query; after feedback it continues the conversation, so the new chain is a new
   branch of the Tree-of-Reasoning *T* rooted at the node IR fed back (``T.AddChild(CoQ)``).
-  With ``continuation="path"`` a later round's reply is begun with the verified pairs
-  (:func:`verified_pairs`) as an assistant message, and the LLM continues it (:func:`continued`).
 * :meth:`SearChainSteps.ir_check` is ``Traverse(CoQ)`` with ``IR(q_i, a_i)`` (Section 3.3): the
   top-1 passage is retrieved for every query not yet in *M*, the reader extracts *g* and *f* for
   all of them in one batch, and the nodes are judged in order (:func:`~.verdict.ir_verdict`). Each
-  judged node joins *R* with its passage; the first that needs feedback ends the traversal. Every
-  node's decision is recorded on the branch, duplicates and the nodes not reached included.
-* :meth:`SearChainSteps.feedback` renders ``PromptForVerify``/``PromptForComplete`` (Figure 3).
+  judged node joins *M* and *R*; the first that needs feedback ends the traversal and is recorded
+  as ``feedback``, which the graph's router reads. Every node's decision is recorded on the
+  branch, duplicates and the nodes not reached included.
+* :meth:`SearChainSteps.feedback` renders ``PromptForVerify``/``PromptForComplete`` (Section 3.3).
 * :meth:`SearChainSteps.tracing` is ``Tracing(T, R)``: a last generation writes the final content
-  with ``[n]`` citations of *R*'s passages, checked by :mod:`~searchain_graph.method.final_content`.
+  with ``[n]`` citations of *R*'s passages (:mod:`~searchain_graph.method.final_content`).
 
-With ``review=True`` the IR check pauses before each correction for a person
-(:mod:`~searchain_graph.method.review`), and every verdict goes to the custom stream.
+Where a step calls an adaptation (:mod:`searchain_graph.method.adaptations`), its ``Context``
+field says whether it runs: ``demonstrations`` and ``duplicates`` choose the layout and the
+``DuplicateQuery`` rule, ``chain_repair`` mends a parsed chain. With ``review=True`` the IR check
+pauses before each correction for a person (:mod:`~searchain_graph.method.review`), and every
+verdict goes to the custom stream.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableLambda
-from langgraph.types import Command, interrupt
+from langgraph.types import interrupt
 
 from searchain_graph.ir.readers.base import ReaderOutput, usable_confidence
+from searchain_graph.method.adaptations.chain_repair import settle_nodes
+from searchain_graph.method.adaptations.turns import coq_turns, tracing_turns, turn_dicts
 from searchain_graph.method.calls import to_messages, trace_config
-from searchain_graph.method.context import SearChainSettings
+from searchain_graph.method.context import Context, required
 from searchain_graph.method.final_content import final_content
-from searchain_graph.method.layouts import coq_turns, tracing_turns, turn_dicts
-from searchain_graph.method.parsing import (
-    ParsedChain,
-    copied_names,
-    parse_chain,
-    restates_query,
-)
+from searchain_graph.method.parsing import parse_chain
 from searchain_graph.method.prompts import (
     COMPLETION_PROMPT,
     CORRECTION_PROMPT,
@@ -71,6 +64,7 @@ from searchain_graph.method.verdict import (
     IRResult,
     QueryMatcher,
     check_record,
+    duplicate_rule,
     feedback_for,
     ir_verdict,
     path_entry,
@@ -91,20 +85,18 @@ FRESH_RUN: dict[str, Any] = {
 }
 """What a new run starts with (the driver also validates the question and starts the rounds)."""
 
-CONTINUES_AFTER = ("feedback",)
-"""The step after which ``coq_generation`` continues a run; after any other, it starts one."""
-
 
 class SearChainSteps:
     """Algorithm 1's steps, with the ``DuplicateQuery`` test they use.
 
     Args:
-        is_duplicate: ``DuplicateQuery(q_i, M)``.
+        is_duplicate: ``DuplicateQuery(q_i, M)``; ``None``: the run's ``Context.duplicates`` rule
+            (:func:`~searchain_graph.method.verdict.duplicate_rule`).
         review: Pause before each correction for a person to accept, reject or edit it
             (:func:`review_payload`, :func:`review_decision`); the graph needs a checkpointer.
     """
 
-    def __init__(self, is_duplicate: QueryMatcher, *, review: bool = False) -> None:
+    def __init__(self, is_duplicate: QueryMatcher | None = None, *, review: bool = False) -> None:
         self.is_duplicate = is_duplicate
         self.review = review
         # One run per verdict in a trace.
@@ -113,12 +105,12 @@ class SearChainSteps:
         )
 
     # -- ChainGenerate(Q, F) ----------------------------------------------------------------------
-    def coq_generation(self, state: SearChainState, settings: SearChainSettings) -> StepBody:
+    def coq_generation(self, state: SearChainState, settings: Context) -> StepBody:
         """Round 1: the CoQ prompt for the question; later rounds: the conversation after feedback."""
         rnd = state["rounds"]
         if rnd == 1:
             asked = task_question(state["question"], settings.task)
-            opening = turn_dicts(coq_turns(settings.task, asked, settings.demonstrations))
+            opening = turn_dicts(coq_turns(settings.task, asked, required(settings.demonstrations, "demonstrations")))
             sent: list[BaseMessage] = to_messages(opening)
         else:
             opening = []
@@ -130,13 +122,15 @@ class SearChainSteps:
         text = continued(begun, raw)
         parsed = parse_chain(text)
         warnings = [f"round {rnd}: {w}" for w in parsed.warnings]
-        nodes = settle_nodes(
-            parsed.nodes,
-            state["question"],
-            truncated=raw.truncated and not parsed.final_content,
-            names=DEMONSTRATION_NAMES.get(settings.task, ()),
-        )
-        warnings += [f"round {rnd}: {w}" for w in nodes.warnings]
+        nodes = parsed
+        if settings.chain_repair:
+            nodes = settle_nodes(
+                parsed.nodes,
+                state["question"],
+                truncated=raw.truncated and not parsed.final_content,
+                names=DEMONSTRATION_NAMES.get(settings.task, ()),
+            )
+            warnings += [f"round {rnd}: {w}" for w in nodes.warnings]
         fb = state.get("feedback") if rnd > 1 else None
         branch: Branch = {
             "round": rnd,
@@ -153,10 +147,10 @@ class SearChainSteps:
         return {"messages": messages, "tree": [branch], "chain": nodes.nodes, "warnings": warnings}
 
     # -- Traverse(CoQ), IR(q_i, a_i) --------------------------------------------------------------
-    def ir_check(self, state: SearChainState, settings: SearChainSettings) -> StepBody:
+    def ir_check(self, state: SearChainState, settings: Context) -> StepBody:
         """Retrieve and read every new query of the chain, then judge its nodes in order."""
         chain = state.get("chain") or []
-        duplicates = self.duplicates(state, chain)
+        duplicates = self.duplicates(state, chain, self.is_duplicate or duplicate_rule(settings.duplicates))
         known = state.get("ir_cache") or {}
         queries = list(
             dict.fromkeys(n["query"] for n in chain if n["index"] not in duplicates and n["query"] not in known)
@@ -169,7 +163,10 @@ class SearChainSteps:
                 _store_reads(found, pairs, (yield Read(pairs)))
         return self._traverse(state, settings, chain, duplicates, {**known, **found}, found)
 
-    def duplicates(self, state: SearChainState, chain: Sequence[ChainNode]) -> dict[int, dict[str, object]]:
+    @staticmethod
+    def duplicates(
+        state: SearChainState, chain: Sequence[ChainNode], is_duplicate: QueryMatcher
+    ) -> dict[int, dict[str, object]]:
         """``DuplicateQuery(q_i, M)`` for each node: the earlier node each duplicate repeats.
 
         A node repeats a query IR processed in an earlier round (*M*), or one asked by an earlier
@@ -186,8 +183,8 @@ class SearChainSteps:
         earlier += [(q, {"round": None, "node": None}) for q in seen if q not in recorded]
         out: dict[int, dict[str, object]] = {}
         for node in chain:
-            if self.is_duplicate(node["query"], seen):
-                query, where = next(((q, w) for q, w in earlier if self.is_duplicate(node["query"], [q])), (None, {}))
+            if is_duplicate(node["query"], seen):
+                query, where = next(((q, w) for q, w in earlier if is_duplicate(node["query"], [q])), (None, {}))
                 out[node["index"]] = {"round": where.get("round"), "node": where.get("node"), "query": query}
             else:
                 seen.append(node["query"])
@@ -197,15 +194,18 @@ class SearChainSteps:
     def _traverse(
         self,
         state: SearChainState,
-        settings: SearChainSettings,
+        settings: Context,
         chain: Sequence[ChainNode],
         duplicates: dict[int, dict[str, object]],
         results: dict[str, IRResult],
         found: dict[str, IRResult],
-    ) -> Command[Literal["feedback", "tracing"]]:
-        """Judge the nodes in order; each joins *M* and *R*; the first correction or completion stops."""
+    ) -> dict[str, Any]:
+        """Judge the nodes in order; each joins *M* and *R*; the first correction or completion stops.
+
+        ``feedback`` is the node to feed back (or ``None``); the graph's router reads it.
+        """
         rnd = state["rounds"]
-        theta = settings.confidence_threshold
+        theta = required(settings.confidence_threshold, "confidence_threshold")
         processed: list[str] = []
         path: list[Reference] = []
         checks: list[Check] = []
@@ -267,7 +267,7 @@ class SearChainSteps:
             warnings.append(
                 f"round {rnd}: stopped at max_rounds={settings.max_rounds} with a pending {feedback['kind']}"
             )
-        update = {
+        return {
             "processed": processed,
             "references": path,
             "feedback": feedback,
@@ -275,11 +275,9 @@ class SearChainSteps:
             "tree": [{"round": rnd, "checks": checks}],
             "warnings": warnings,
         }
-        more = feedback is not None and rnd < settings.max_rounds
-        return Command(update=update, goto="feedback" if more else "tracing")
 
     # -- PromptForVerify / PromptForComplete -------------------------------------------------------
-    def feedback(self, state: SearChainState, settings: SearChainSettings) -> dict[str, Any]:
+    def feedback(self, state: SearChainState, settings: Context) -> dict[str, Any]:
         """Render the paper's correction or completion prompt and add it to the conversation."""
         fb = state.get("feedback")
         if fb is None:  # unreachable through the graph's own edges
@@ -294,16 +292,16 @@ class SearChainSteps:
         return {"messages": [{"role": "user", "content": message}]}
 
     # -- Tracing(T, R) -----------------------------------------------------------------------------
-    def tracing(self, state: SearChainState, settings: SearChainSettings) -> StepBody:
+    def tracing(self, state: SearChainState, settings: Context) -> StepBody:
         """Write the final content over *R*, citing each step's passage as ``[n]``."""
         path = state.get("references") or []
         reply: str | None = None
         if path:
             pairs = verified_pairs(path)
             asked = task_question(state["question"], settings.task)
-            turns = tracing_turns(asked, pairs, settings.demonstrations)
+            turns = tracing_turns(asked, pairs, required(settings.demonstrations, "demonstrations"))
             reply = yield Generate.prompt(to_messages(turn_dicts(turns)))
-        return final_content(state, settings.task, reply)
+        return final_content(state, settings, reply)
 
 
 def verified_pairs(path: Sequence[Reference]) -> str:
@@ -348,40 +346,3 @@ def _store_reads(
     for (query, _), (answer, confidence) in zip(pairs, outputs, strict=True):
         found[query]["answer"] = answer if isinstance(answer, str) else ""
         found[query]["confidence"] = usable_confidence(confidence)
-
-
-def settle_nodes(nodes: list[ChainNode], question: str, *, truncated: bool, names: Sequence[str] = ()) -> ParsedChain:
-    """The nodes IR checks, from the parsed chain, with a warning for each change.
-
-    * A reply cut by the token budget (``truncated``, with no final content) may end in a
-      half-written node ("What was Cor"): its last node is dropped, never checked or sent back.
-    * A node whose answer only restates its query, or says it is unknown
-      (:func:`~searchain_graph.method.parsing.restates_query`), answers nothing: it is marked
-      unsolved, so that IR completes it.
-    * A node whose answer names an entity of the prompt's demonstrations (``names``) that neither
-      the question nor the node's query names copied the worked example ("Toronto Coach
-      Terminal" for a bus station in Ohio): it is marked unsolved, so that IR completes it.
-    * A chain with no node left has the question itself as its one unsolved node, so that IR
-      completes the question rather than the run answering with nothing (or a marker).
-    """
-    out = ParsedChain(nodes=[dict(n) for n in nodes])  # type: ignore[misc]
-    if truncated and out.nodes:
-        last = out.nodes.pop()
-        out.warnings.append(f"the reply was cut by the token budget; its last node {last['query'][:80]!r} was dropped")
-    for node in out.nodes:
-        if not node["unsolved"] and restates_query(node["query"], node["answer"]):
-            node["unsolved"] = True
-            out.warnings.append(
-                f"node {node['index']}'s answer {str(node['answer'])[:80]!r} only restates its query or says it is "
-                "unknown; treated as unsolved"
-            )
-        elif not node["unsolved"] and (copied := copied_names(node["answer"], f"{question} {node['query']}", names)):
-            node["unsolved"] = True
-            out.warnings.append(
-                f"node {node['index']}'s answer {str(node['answer'])[:80]!r} names the worked example's "
-                f"{', '.join(copied)}, which the question does not; treated as unsolved"
-            )
-    if not out.nodes:
-        out.nodes = [{"index": 1, "query": question, "answer": None, "unsolved": True}]
-        out.warnings.append("the chain has no node to check; the question itself is completed by IR")
-    return out

@@ -178,36 +178,11 @@ def clean_answer(answer: str | None) -> str:
     return " ".join(_SCAFFOLD.sub(" ", _TAG.sub(" ", text)).split())
 
 
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     "a an the of in on at to for by with from and or is was are were be been being it its this that these "
     "those he she they his her their who whom whose what where when which how did does do as".split()
 )
-_NO_KNOWLEDGE = frozenset(
-    "unknown not known know don t do i no information idea answer cannot can sure unsure unclear available "
-    "provided specified mentioned found given n sorry m ve".split()
-)
-_NUMERAL_I = re.compile(r"[A-Za-z0-9]\s+I\b(?!['’])")
-"""An "I" after a word: a Roman numeral ("Division I."), where the pronoun starts its clause."""
-_GENERIC = frozenset("actress actor person people man woman name named called someone character role".split())
-"""Words that name no one: "played by actress Corliss Archer" says nothing "played Corliss Archer" did not."""
-
-
-def restates_query(query: str, answer: str | None) -> bool:
-    """Whether ``answer`` answers nothing: it only restates ``query``, or says it is unknown.
-
-    True when, after normalisation and without function words, every word of the answer is a word
-    of the query or of a "not known" phrasing (``"Corliss Archer is Corliss Archer"`` for "Who
-    played Corliss Archer?", ``"Unknown."``, ``"I don't know"``, ``"Not provided"``), or no word
-    is left. A yes/no answer is an answer.
-    """
-    if not answer or re.match(r"^\W*(yes|no)\b", answer, re.IGNORECASE):
-        return False
-    said = set(normalize_answer(answer).split()) - _STOPWORDS
-    asked = set(normalize_answer(query).split())
-    # "I" right after a word is the numeral ("Division I", "World War I"), not the pronoun of
-    # "I don't know": then it is a word of the answer.
-    unknown = _NO_KNOWLEDGE - {"i"} if _NUMERAL_I.search(answer) else _NO_KNOWLEDGE
-    return said <= asked | unknown | _GENERIC
+"""Function words: no content of an answer."""
 
 
 def normalize_answer(text: str) -> str:
@@ -244,24 +219,11 @@ def mentions(text: str | None, span: str | None) -> bool:
     """
     if answer_contains(text, span or ""):
         return True
-    wanted = set(normalize_answer(span or "").split()) - _STOPWORDS
+    wanted = set(normalize_answer(span or "").split()) - STOPWORDS
     if not wanted:
         return True
     have = set(normalize_answer(text or "").split())
     return 2 * len(wanted & have) >= len(wanted)
-
-
-def copied_names(text: str | None, question: str, names: Sequence[str]) -> list[str]:
-    """The ``names`` (a demonstration's entities) that ``text`` says, for a question not about them.
-
-    A question that names any of ``names`` is about the demonstration's subjects, and nothing is
-    copied. Matching is token-aligned on normalised text (:func:`answer_contains`): "Toronto Coach
-    Terminal" answering a question about buses in Columbus copies the demonstration; answering one
-    about buses in Toronto, it does not.
-    """
-    if not text or any(answer_contains(question, n) for n in names):
-        return []
-    return [n for n in names if answer_contains(text, n)]
 
 
 def extract_final_answer(final_content: str | None, task: str = "multihop") -> str | None:

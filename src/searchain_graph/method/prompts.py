@@ -308,7 +308,7 @@ TRACING_PAIR = "[Query {index}]: {query}\n[Answer {index}]: {answer}"
 """One ``[Query n]``/``[Answer n]`` pair of the tracing prompt."""
 
 
-# --- The parts of each prompt, for the layouts of :mod:`searchain_graph.method.layouts`.
+# --- The parts of each prompt, for the layouts of :mod:`searchain_graph.method.adaptations.turns`.
 COQ_PARTS: dict[str, tuple[str, str]] = {
     "multihop": (_COQ_INSTRUCTION, _MULTIHOP_EXAMPLES),
     "slot_filling": (_COQ_INSTRUCTION, _MULTIHOP_EXAMPLES),
@@ -326,7 +326,7 @@ QUESTION_CUE = _QUESTION_CUE
 """The authors' code ends every CoQ prompt by restating the question (``question=``)."""
 
 
-# --- The names the demonstrations answer with, to tell a copied answer (issue 36).
+# --- The names the demonstrations answer with, to tell a copied answer.
 COQ_DEMONSTRATION_NAMES: tuple[str, ...] = (
     "Spirit If",
     "Kevin Drew",

@@ -9,8 +9,8 @@
   (``answers_yes_no = False``, as every extractive reader here): its *g* is a span of the
   passage, which never contains "yes" or "no", so every confident read would overrule the LLM
   whatever the passage says. The node passes with ``unverifiable`` set in its record.
-  ``SearChainContext(verify_yes_no=True)`` verifies them anyway.
-* **A g that cannot be the answer** does not overrule it (:mod:`~searchain_graph.method.answer_checks`):
+  ``Context(verify_yes_no=True)`` (and the paper's preset) verifies them anyway.
+* **A g that cannot be the answer** does not overrule it (:mod:`~searchain_graph.method.adaptations.answer_checks`):
   a date or number for a query that asks for a place or a person, and the answer's own words
   spelled about one letter differently ("Puttana Kanagal" / "Puttanna Kanagal").
 
@@ -29,8 +29,8 @@ from langchain_core.documents import Document
 
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.ir.readers.base import usable_confidence
-from searchain_graph.method.answer_checks import mistyped, spelled_alike
-from searchain_graph.method.context import DEFAULT_THRESHOLD, SearChainSettings
+from searchain_graph.method.adaptations.answer_checks import mistyped, spelled_alike
+from searchain_graph.method.context import DEFAULT_THRESHOLD, Context, required
 from searchain_graph.method.parsing import answer_contains, normalize_answer
 from searchain_graph.method.state import ChainNode, Check, Feedback, Reference
 
@@ -40,6 +40,7 @@ __all__ = [
     "QueryMatcher",
     "SNIPPET_CHARS",
     "check_record",
+    "duplicate_rule",
     "feedback_for",
     "ir_verdict",
     "is_yes_no",
@@ -75,7 +76,7 @@ def _rouge_scorer() -> Any:
     return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
 
 
-def ir_verdict(node: ChainNode, result: IRResult, settings: SearChainSettings) -> dict[str, Any]:
+def ir_verdict(node: ChainNode, result: IRResult, settings: Context) -> dict[str, Any]:
     """Algorithm 1's ``IR(q_i, a_i)``: pass, correction or completion for one node.
 
     Args:
@@ -102,7 +103,7 @@ def ir_verdict(node: ChainNode, result: IRResult, settings: SearChainSettings) -
         return {"action": "unsolved_kept", "reason": "completion is off"}
     if not settings.verification:
         return {"action": "pass", "reason": "verification is off"}
-    if f is None or not f > settings.confidence_threshold or not g:
+    if f is None or not f > required(settings.confidence_threshold, "confidence_threshold") or not g:
         why = "the reader found no answer" if f is not None and not g else "f <= θ: the reader is not confident"
         return {"action": "pass", "reason": why}
     if not settings.verify_yes_no and settings.task != "longform" and is_yes_no(node["answer"]):
@@ -114,18 +115,38 @@ def ir_verdict(node: ChainNode, result: IRResult, settings: SearChainSettings) -
         return {"action": "correction", "rouge_l": score, "reason": "f > θ and ROUGE-L(answer, passage) < α"}
     if answer_contains(node["answer"], g):
         return {"action": "pass", "reason": "f > θ and g is in the answer"}
-    if spelled_alike(node["answer"] or "", g):
+    if settings.answer_checks and spelled_alike(node["answer"] or "", g):
         return {"action": "pass", "reason": "f > θ and g is in the answer, spelled another way"}
-    wrong_kind = mistyped(node["query"], g)
+    wrong_kind = mistyped(node["query"], g) if settings.answer_checks else None
     if wrong_kind:
         return {"action": "pass", "reason": f"f > θ but {wrong_kind}"}
     return {"action": "correction", "reason": "f > θ and g is not in the answer"}
 
 
 def normalized_duplicate(query: str, processed: Sequence[str]) -> bool:
-    """Default ``DuplicateQuery``: the query equals a processed one after SQuAD normalisation."""
+    """``DuplicateQuery`` by text (the paper's preset): the query equals a processed one after SQuAD normalisation."""
     norm = normalize_answer(query)
     return any(norm == normalize_answer(p) for p in processed)
+
+
+def duplicate_rule(rule: QueryMatcher | str | None) -> QueryMatcher:
+    """``DuplicateQuery`` from a matcher, or a built-in rule's name (``Context.duplicates``: ``"text"``, ``"meaning"``).
+
+    ``"meaning"`` is :mod:`~searchain_graph.method.adaptations.same_meaning`'s shared encoder,
+    loaded on first use.
+
+    Raises:
+        ValueError: ``rule`` is a string that names no rule.
+    """
+    if rule is None or rule == "text":
+        return normalized_duplicate
+    if rule == "meaning":
+        from searchain_graph.method.adaptations.same_meaning import shared_semantic_duplicate
+
+        return shared_semantic_duplicate()
+    if isinstance(rule, str) or not callable(rule):
+        raise ValueError(f"is_duplicate must be a callable, 'text' or 'meaning', got {rule!r}")
+    return rule
 
 
 def rouge_l(prediction: str, reference: str) -> float:

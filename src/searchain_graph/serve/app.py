@@ -106,7 +106,7 @@ def create_app(
     Args:
         graph: The compiled SearChain graph, shared by every run (one model per process). Give
             it a checkpointer to keep each run's checkpoints (each run has its own thread id).
-        context: The runtime context of every run (``SearChainContext``), or None.
+        context: The runtime context of every run (``Context``), or None.
         title: The page's heading.
         about: A line under the heading: what model, index and reader answer.
         max_concurrent: Runs streaming at once; later ones wait their turn.

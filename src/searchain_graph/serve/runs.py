@@ -54,7 +54,7 @@ class RunManager(Recovery):
     Args:
         graph: The SearChain graph (any compiled graph taking ``{"question": ...}``). It is
             shared by every run: one model per process.
-        context: The runtime context of every run (``SearChainContext``), or None.
+        context: The runtime context of every run (``Context``), or None.
         max_concurrent: Runs streaming at once; the others wait (``queued``). A local model
             decodes one call at a time unless built with ``max_batch_size`` > 1.
         keep: Finished runs kept for ``/runs/{id}``; older ones are dropped.

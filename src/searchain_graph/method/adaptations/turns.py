@@ -1,7 +1,7 @@
 """Where a prompt's worked examples go: inside the instruction (the paper's layout), or as chat turns.
 
 The paper's prompts (:mod:`searchain_graph.method.prompts`) put their demonstrations inside the one
-user message, after ``For example:``. A small model (Qwen2.5-Coder-1.5B, issue 36) then copies the
+user message, after ``For example:``. A small model (Qwen2.5-Coder-1.5B) then copies the
 demonstration's answer into unrelated questions. The ``"turns"`` layout keeps the paper's words but
 makes each demonstration a finished exchange: a user turn (the instruction, asking the
 demonstration's question) and an assistant turn (its chain), before the instruction for the

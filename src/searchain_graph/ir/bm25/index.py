@@ -1,23 +1,16 @@
-"""A BM25 engine in NumPy: fast to build, fast to query, saved as memory-mappable arrays.
+"""A built BM25 index: searching it, saving it and loading it.
 
-This is the engine behind :class:`~searchain_graph.ir.bm25_retriever.BM25Retriever`. It is
-Lucene's BM25 (``k1 = 1.5``, ``b = 0.75``, ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``)
-over Snowball-stemmed words with English stopwords removed, the same scoring as
-``bm25s``' default, which the first version of this package used. It exists because
-building had to reach tens of thousands of passages per second on two cores, and
-querying a few milliseconds at 100k passages, which needed:
+:class:`BM25Index` holds the scores precomputed per (stem, passage) and stored column-wise (CSC:
+``indptr``, ``indices``, ``data``, one slice of passage ids and scores per stem), so a query adds up
+a few slices. Queries are tokenised as passages are (:mod:`~searchain_graph.ir.bm25.tokenising`).
+When the index stores each stem's highest score, a query of several stems is answered with MaxScore
+pruning, which skips the long posting lists that cannot change the top k. :meth:`BM25Index.build`
+builds an index in memory through :mod:`~searchain_graph.ir.bm25.build`, whose files
+:meth:`BM25Index.save` writes and :meth:`BM25Index.load` reads (memory-mapped, so loading is instant
+and a large index is paged in on demand).
 
-* **tokenising without a Python object per match**, and **counting in NumPy** per chunk
-  of passages, in worker processes when the corpus is large
-  (:mod:`searchain_graph.ir.bm25_count`);
-* **a build in bounded memory**: sorted shards spilled to disk and merged by stem range
-  (:mod:`searchain_graph.ir.bm25_build`), so a corpus of any size builds in a few GB;
-* **precomputed scores** stored column-wise (one slice of passage ids and scores per
-  stem), so a query adds up a few slices with ``np.bincount``.
-
-An index is four ``.npy`` arrays and a JSON file with the vocabulary and parameters;
-:meth:`BM25Index.load` memory-maps the arrays, so loading is instant and a large index
-is paged in on demand.
+:func:`retain_freed_memory` is the process-wide ``malloc`` setting that spares a process serving
+queries most of its page faults.
 """
 
 from __future__ import annotations
@@ -34,18 +27,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from searchain_graph.ir.bm25_count import (
-    ARRAYS,
-    FORMAT_VERSION,
-    MAX_SCORES,
-    PARAMS_FILE,
-    STOPWORDS,
-    SnowballStemmer,
-    split_words,
-)
+from searchain_graph.ir.bm25.build import ARRAYS, FORMAT_VERSION, MAX_SCORES, PARAMS_FILE
+from searchain_graph.ir.bm25.tokenising import SnowballStemmer, split_words
 from searchain_graph.ir.index_dir import load_array
 
-__all__ = ["ARRAYS", "FORMAT_VERSION", "PARAMS_FILE", "STOPWORDS", "BM25Index", "retain_freed_memory", "split_words"]
+__all__ = ["BM25Index", "retain_freed_memory"]
 
 _STEMMER_LOCK = threading.Lock()
 
@@ -155,7 +141,7 @@ class BM25Index:
     ) -> BM25Index:
         """Index ``texts`` (streamed: any iterable, consumed once) and hold the index in memory.
 
-        The build is :func:`~searchain_graph.ir.bm25_build.build_bm25` (bounded memory, shards
+        The build is :func:`~searchain_graph.ir.bm25.build.build_bm25` (bounded memory, shards
         on disk) into a temporary directory, read back whole. For an index on disk, call that
         function (``build_index`` and ``searchain index`` do).
 
@@ -171,7 +157,7 @@ class BM25Index:
         Raises:
             ValueError: ``texts`` is empty.
         """
-        from searchain_graph.ir.bm25_build import build_bm25
+        from searchain_graph.ir.bm25.build import build_bm25
 
         with tempfile.TemporaryDirectory(prefix="searchain-bm25-") as scratch:
             build_bm25(texts, scratch, k1=k1, b=b, workers=workers, chunk_size=chunk_size, progress=progress)

@@ -1,4 +1,4 @@
-"""Two checks of the reader's *g* before it overrules the LLM (issue 38's oracle chains).
+"""Two checks of the reader's *g* before it overrules the LLM (``Context.answer_checks``).
 
 Verification corrects a node when ``f > θ`` and *g* is not in the LLM's answer. On the oracle
 chains of the dev samples, two kinds of confident reads broke correct nodes:
@@ -6,7 +6,7 @@ chains of the dev samples, two kinds of confident reads broke correct nodes:
 * **g of the wrong kind.** "What is the place of birth of Denys Desjardins?" read "1966"
   (f = 6.40), "... of Mark Steven Johnson?" read "October 30, 1964" (f = 5.06): the reader took
   the date beside the place. A date or a number is no answer to a query that asks for a place or a
-  person (:func:`~searchain_graph.ir.query_guard.answer_kind`), however sure the reader is:
+  person (:func:`~searchain_graph.method.adaptations.query_kinds.answer_kind`), however sure the reader is:
   :func:`mistyped` says so, and the node passes.
 * **g spelled another way.** "Puttana Kanagal" for the LLM's "Puttanna Kanagal": the same name,
   and a correction to it would only change its spelling. :func:`spelled_alike` accepts *g* when
@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from searchain_graph.ir.query_guard import answer_kind
+from searchain_graph.method.adaptations.query_kinds import answer_kind
 from searchain_graph.method.limits import MAX_REPLY_CHARS
 from searchain_graph.method.parsing import normalize_answer
 

@@ -1,10 +1,10 @@
-"""The guard of ``DuplicateQuery`` by meaning: when two queries may be one query at all (issue 36).
+"""The guard of ``DuplicateQuery`` by meaning: when two queries may be one query at all.
 
 A bi-encoder over the whole query weighs least the words that make two queries different questions:
 the question word ("Where" / "When"), a number, one name for another, a relation of a name ("X's
 predecessor" / "X"), the verb of a part in a work ("wrote" / "illustrated"), a beginning against an
 end, a qualifier ("the original name" / "the name"). :func:`comparable` reads those words, and
-:class:`~searchain_graph.ir.query_similarity.SemanticDuplicate` lets only comparable pairs reach
+:class:`~searchain_graph.method.adaptations.same_meaning.SemanticDuplicate` lets only comparable pairs reach
 the cosine. Each rule came from a false duplicate in the evaluation's trees
 (``docs/results/duplicate_threshold.md``, which measures what each costs in paraphrases of the
 dev pairs).

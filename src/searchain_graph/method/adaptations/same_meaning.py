@@ -1,4 +1,4 @@
-"""``DuplicateQuery`` by meaning: a bi-encoder and a cosine threshold (issue 36).
+"""``DuplicateQuery`` by meaning: a bi-encoder and a cosine threshold.
 
 Algorithm 1 skips a query already in *M*. Matched as text, "Who played Corliss Archer in Kiss and
 Tell?" and "What was Corliss Archer's actress's name?" are two queries, and a small model asks
@@ -23,8 +23,8 @@ from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any
 
-from searchain_graph.ir.query_guard import comparable
 from searchain_graph.llms.hub import from_pretrained
+from searchain_graph.method.adaptations.query_kinds import comparable
 
 __all__ = [
     "DEFAULT_ENCODER",

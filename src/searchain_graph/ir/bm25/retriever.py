@@ -1,8 +1,8 @@
 """BM25 as a LangChain retriever, in memory or over a saved index directory.
 
-The engine (tokenising, the inverted index, scoring) is :mod:`searchain_graph.ir.bm25`; this
-module adapts it to LangChain's ``BaseRetriever`` and to index directories
-(:mod:`searchain_graph.ir.index_dir`).
+The engine (tokenising, the index, scoring) is the rest of :mod:`searchain_graph.ir.bm25`; this
+module adapts :class:`~searchain_graph.ir.bm25.index.BM25Index` to LangChain's ``BaseRetriever``
+and to index directories (:mod:`searchain_graph.ir.index_dir`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr, model_validator
 
-from searchain_graph.ir.bm25 import BM25Index
+from searchain_graph.ir.bm25.index import BM25Index
 from searchain_graph.ir.corpus import PassageStore, load_corpus, passage_text, scored_document, write_passages
 from searchain_graph.ir.index_dir import IndexSummary, read_manifest, write_index
 

@@ -1,0 +1,20 @@
+"""The adaptations: what this package adds to the paper's method, each a part that can be turned off.
+
+Each module is one adaptation, switched by one field of :class:`~searchain_graph.method.context.Context`.
+``Context(preset="paper")`` turns them all off; the default preset, ``"tuned"``, turns them all on
+(``docs/method.md`` has the measurement behind each):
+
+=====================================  ============================  =============================================
+module                                 ``Context`` field             what it changes in the paper's method
+=====================================  ============================  =============================================
+:mod:`.turns`                          ``demonstrations="turns"``    the worked examples as earlier chat turns
+:mod:`.same_meaning`, :mod:`.query_kinds`  ``duplicates="meaning"``  ``DuplicateQuery`` by meaning, guarded by kind
+:mod:`.answer_checks`                  ``answer_checks``             a *g* that cannot answer the query passes
+:mod:`.chain_repair`                   ``chain_repair``              the parsed chain mended before IR checks it
+:mod:`.tracing_checks`                 ``tracing_checks``            uncited or contradicting tracing replaced
+:mod:`.options`                        ``option_answers``            "A or B?" answered with an option
+=====================================  ============================  =============================================
+
+``verify_yes_no`` is the one more field the presets set: the paper verifies every answer; the
+tuned preset asks the reader whether it can answer yes or no (an extractive reader cannot).
+"""
