@@ -129,8 +129,8 @@ class MethodSpec:
         paper_accuracy: The paper's Table 1, cover-EM % by dataset name (empty: not in it).
         paper_steps: The paper's Table 4 (MuSiQue): steps for 2-, 3- and 4-hop questions.
         paper_cost: The paper's Table 5: words in, words out, rounds and seconds per question.
-        options: The keyword options its builder takes from ``searchain eval`` (``demonstrations``,
-            ``is_duplicate``); the harness passes a method only the options it names.
+        options: The keyword options its builder takes from ``searchain eval`` (SearChain's: the
+            fields of its ``Context``); the harness passes a method only the options it names.
         demonstration_names: The entities of its prompts' worked examples; the report counts the
             answers and chains that name one for a question not about them (copied).
         caches: Its builder takes ``cache`` (a LangGraph ``BaseCache``): retrieval and reading as

@@ -134,7 +134,7 @@ class SemanticDuplicate:
 def shared_semantic_duplicate() -> SemanticDuplicate:
     """One :class:`SemanticDuplicate` with the defaults for the process: the ``"meaning"`` rule.
 
-    Graphs built with ``is_duplicate="meaning"`` share it, and its encoder is loaded once, on
+    Graphs whose ``Context.duplicates`` is ``"meaning"`` share it, and its encoder is loaded once, on
     first use.
     """
     return SemanticDuplicate()
