@@ -12,12 +12,24 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from searchain_graph import Context, ReaderOutput, create_searchain_graph
-from tests.fakes import CHAIN_UNSOLVED, CHAIN_WRONG, QUESTION, RuleChatModel, ScriptedReader, retriever, tracing_reply
+from searchain_graph.method.verdict import ir_verdict
+from tests.fakes import (
+    CHAIN_FIXED,
+    CHAIN_UNSOLVED,
+    CHAIN_WRONG,
+    QUESTION,
+    RuleChatModel,
+    ScriptedReader,
+    is_tracing,
+    retriever,
+    tracing_reply,
+)
 
 PAPER = (
     Path(__file__).resolve().parents[3] / "shared" / "papers" / "searchain-arxiv-2304.14732-pdf-with-figure-prompts.txt"
@@ -185,3 +197,33 @@ def test_the_paper_preset_turns_every_adaptation_off() -> None:
     assert not any("composed from the path" in w or "treated as unsolved" in w for w in out["warnings"])  # type: ignore[union-attr]
     resolved = Context(preset="paper").resolved(threshold=1.5, reader_yes_no=False)
     assert resolved.verify_yes_no is True and resolved.duplicates == "text"
+
+
+def _graph(respond: Any, **settings: Any) -> Any:
+    return create_searchain_graph(RuleChatModel(respond=respond), retriever(), ScriptedReader(READS), **settings)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_each_adaptation_is_one_switch(on: bool) -> None:
+    # chain_repair: an answer that restates its query is made an unsolved query (IR completes it).
+    restated = "[Query 1]: Where was Kevin Drew born?\n[Answer 1]: Kevin Drew was born.\n[Final Content]: Kevin Drew."
+    out = _graph(lambda m: tracing_reply(m) or restated, chain_repair=on, max_rounds=1).invoke({"question": QUESTION})
+    assert out["tree"][0]["checks"][0]["action"] == ("completion" if on else "correction")
+    # tracing_checks: a tracing output that cites nothing is replaced by content composed from the path.
+    uncited = _graph(lambda m: "Toronto." if is_tracing(m) else CHAIN_FIXED, tracing_checks=on)
+    content = uncited.invoke({"question": QUESTION})["final_content"]
+    assert ("[1]" in content) is on and (content == "Toronto.") is not on
+    # answer_checks: a date read for a query that asks for a place does not overrule the LLM.
+    node = {"index": 1, "query": "Where was Denys Desjardins born?", "answer": "Montreal", "unsolved": False}
+    result = {"document": {"page_content": "p", "metadata": {}}, "answer": "1966", "confidence": 6.0}
+    verdict = ir_verdict(node, result, Context(confidence_threshold=4.0, answer_checks=on))  # type: ignore[arg-type]
+    assert verdict["action"] == ("pass" if on else "correction")
+    # option_answers: an answer that names neither option of "A or B?" becomes the option it is linked to.
+    question = "Which film has the director born later, Alpha Dawn or Beta Dusk?"
+    chain = (
+        "[Query 1]: Who directed Alpha Dawn?\n[Answer 1]: Ann Lee.\n[Query 2]: Who directed Beta Dusk?\n"
+        "[Answer 2]: Bo Kim.\n[Final Content]: So the final answer is Bo Kim."
+    )
+    traced = "[Final Content]: Ann Lee directed it [1]. Bo Kim directed it [2]. So the final answer is Bo Kim."
+    options = _graph(lambda m: traced if is_tracing(m) else chain, option_answers=on, max_rounds=1)
+    assert options.invoke({"question": question})["answer"] == ("Beta Dusk" if on else "Bo Kim")
