@@ -3,12 +3,12 @@ r"""SearChain as a LangGraph state machine: Algorithm 1 of the paper, node for n
 Algorithm 1 (Xu et al., WWW 2024), and the graph's nodes that run it::
 
     Main(Q):
-      r = 1; CoQ = ChainGenerate(Q)                      coq_generation   (round r = 1)
-      while r <= r_max:
-        F = Traverse(CoQ)       # IR(q_i, a_i), node by node  ir_check
-        if F is empty: break                             route_after_ir_check -> tracing
-        CoQ = ChainGenerate(Q, F); T.AddChild(CoQ)      feedback -> coq_generation (r = r + 1)
-      return Tracing(T, R)                               tracing
+      r = 1; CoQ = ChainGenerate(Q)                          coq_generation (opens round 1)
+      loop:
+        F = Traverse(CoQ)      # IR(q_i, a_i), node by node    ir_check
+        if F is empty or r = r_max: break                    route_after_ir_check -> tracing
+        r = r + 1; CoQ = ChainGenerate(Q, F); T.AddChild(CoQ)  feedback -> coq_generation (opens round r)
+      return Tracing(T, R)                                   tracing
 
     START -> coq_generation -> ir_check --(feedback pending and r < r_max)--> feedback -> coq_generation
                                        \--(otherwise)--------------------------------> tracing -> END
