@@ -34,6 +34,7 @@ Preset = Literal["tuned", "paper"]
 PRESETS: tuple[str, ...] = get_args(Preset)
 
 Layout = Literal["instruction", "turns"]
+"""Where the prompts' worked examples go (:mod:`searchain_graph.method.adaptations.turns`)."""
 DuplicateRule = Literal["text", "meaning"]
 Continuation = Literal["fresh", "path"]
 CONTINUATIONS: tuple[str, ...] = get_args(Continuation)

@@ -12,7 +12,9 @@ one user turn, byte-identical to the paper's prompt.
 from __future__ import annotations
 
 import re
+from typing import get_args
 
+from searchain_graph.method.context import Layout
 from searchain_graph.method.prompts import (
     COQ_PARTS,
     COQ_PROMPT_NO_IR,
@@ -35,7 +37,7 @@ __all__ = [
     "turn_dicts",
 ]
 
-DEMONSTRATION_LAYOUTS: tuple[str, ...] = ("instruction", "turns")
+DEMONSTRATION_LAYOUTS: tuple[str, ...] = get_args(Layout)
 """How a prompt carries its worked examples.
 
 * ``"instruction"``: the paper's layout. One user message holds the instruction, ``For example:``,
