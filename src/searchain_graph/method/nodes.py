@@ -8,6 +8,8 @@ keep the rest). ``settings`` is the run's resolved :class:`~searchain_graph.meth
 * :meth:`SearChainSteps.coq_generation` is ``ChainGenerate(Q, F)`` (Section 3.2): the LLM writes
   a whole Chain-of-Query; after feedback it continues the conversation, so the new chain is a new
   branch of the Tree-of-Reasoning *T* rooted at the node IR fed back (``T.AddChild(CoQ)``).
+  With ``continuation="path"`` a later round's reply is begun with the verified pairs
+  (:func:`verified_pairs`) as an assistant message, and the LLM continues it (:func:`continued`).
 * :meth:`SearChainSteps.ir_check` is ``Traverse(CoQ)`` with ``IR(q_i, a_i)`` (Section 3.3): the
   top-1 passage is retrieved for every query not yet in *M*, the reader extracts *g* and *f* for
   all of them in one batch, and the nodes are judged in order (:func:`~.verdict.ir_verdict`). Each
