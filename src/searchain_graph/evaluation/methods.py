@@ -31,6 +31,7 @@ registry names.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import fields
 
 from searchain_graph.evaluation.method_spec import (
     GraphFactory,
@@ -57,7 +58,7 @@ def _table1(hotpotqa: float, musique: float, wiki: float, strategyqa: float) -> 
 SEARCHAIN = "searchain_graph.method.graph:create_searchain_graph"
 """SearChain's builder, for the full method and its ablations (a record fixes an ablation's switch)."""
 
-SEARCHAIN_OPTIONS = tuple(name for name in Context.descriptions() if name != "task")
+SEARCHAIN_OPTIONS = tuple(f.name for f in fields(Context) if f.name != "task")
 """What ``searchain eval`` may set on SearChain and its ablations: the fields of its ``Context``
 (``--preset``, ``--demonstrations``, ``--duplicates``, ...); the task is the dataset's."""
 

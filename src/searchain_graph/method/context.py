@@ -20,7 +20,7 @@ default LLM; each has a field of its own, which wins over the preset.
 from __future__ import annotations
 
 import math
-from dataclasses import MISSING, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, TypeVar, get_args
 
 T = TypeVar("T")
@@ -224,14 +224,6 @@ class Context:
             filled["confidence_threshold"] = threshold
         return replace(self, **filled)
 
-    @classmethod
-    def descriptions(cls) -> dict[str, tuple[Any, str]]:
-        """``{field: (default, description)}``: what the CLI and the server show for each setting."""
-        return {
-            f.name: (None if f.default is MISSING else f.default, f.metadata.get("description", ""))
-            for f in fields(cls)
-        }
-
 
 def required(value: T | None, name: str) -> T:
     """``value`` of a resolved context's field ``name``.
@@ -242,10 +234,6 @@ def required(value: T | None, name: str) -> T:
     if value is None:
         raise ValueError(f"{name} is empty: pass a resolved Context (Context.resolved, graph.reader_settings)")
     return value
-
-
-ADAPTATIONS: tuple[str, ...] = tuple(PRESET_VALUES["paper"])
-"""The fields that differ between the presets, in the order ``docs/method.md`` lists them."""
 
 
 def _check_choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
