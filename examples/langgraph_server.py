@@ -22,5 +22,6 @@ retriever = BM25Retriever.from_files(os.environ.get("SEARCHAIN_CORPUS", _DEFAULT
 reader = BundledReader()  # the reader shipped in the package
 graph = create_searchain_graph(llm, retriever, reader)
 # The same, pausing before each correction for a person (an interrupt(): Studio shows its payload,
-# and "Resume" with "accept", "reject" or {"decision": "edit", "answer": "..."} goes on).
-review_graph = create_searchain_graph(llm, retriever, reader, review=True)
+# and "Resume" with "accept", "reject" or {"decision": "edit", "answer": "..."} goes on). The server
+# supplies the checkpointer that resumes it (checkpointer=True: not this module's own).
+review_graph = create_searchain_graph(llm, retriever, reader, review=True, checkpointer=True)

@@ -1,15 +1,16 @@
-"""Text as it enters the package: lone surrogates replaced, lengths bounded.
+"""Text as it enters the package: lone surrogates replaced, lengths bounded; URLs as it shows them.
 
 Beneath every layer (it imports nothing of the package): the file readers, the LLM's replies and
 the questions all pass through here, so that no later step (an index writer, a tokenizer, the
-JSON writer of a record) meets text it cannot encode, or more text than it can hold.
+JSON writer of a record) meets text it cannot encode, or more text than it can hold. A URL that
+a message, a log line or a page shows goes through :func:`redacted_url` (no password).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["REPLACEMENT", "bound_text", "replace_surrogates"]
+__all__ = ["REPLACEMENT", "bound_text", "redacted_url", "replace_surrogates"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate becomes (U+FFFD REPLACEMENT CHARACTER)."""
@@ -41,3 +42,22 @@ def bound_text(text: str, limit: int) -> tuple[str, int]:
     if space >= limit * 0.8:
         head = head[:space]
     return head.rstrip() + " …", len(text) - len(head)
+
+
+def redacted_url(url: str) -> str:
+    """``url`` with the password of its user part hidden: ``http://me:secret@host/`` -> ``http://me:…@host/``.
+
+    Text that is not a ``scheme://`` URL, or names no password, comes back as it is. A password
+    with an unescaped ``/`` (``me:pa/ss@host``) is hidden too, up to its ``@``.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    head = rest[: min((at for at in map(rest.find, "?#") if at >= 0), default=len(rest))]
+    authority = head.partition("/")[0]
+    userinfo = authority.rpartition("@")[0]
+    if not userinfo and "@" in head and not authority.partition(":")[2].isdigit():  # "host:80/a@b" is a path
+        userinfo = head.rpartition("@")[0]
+    if ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:…@{rest[len(userinfo) + 1 :]}"

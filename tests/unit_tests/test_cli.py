@@ -82,6 +82,40 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == f"searchain-graph {importlib.metadata.version('searchain-graph')}\n"
 
 
+EVAL = ["eval", "--dataset", "hotpotqa", "--data", "dev.jsonl"]
+INDEX = ["index", "corpus.jsonl", "--out", "idx"]
+SERVE = ["serve", "--corpus", "corpus.jsonl"]
+CALIBRATE = ["calibrate", "--dataset", "hotpotqa", "--data", "dev.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([*EVAL, "--limit", "-1"], "argument --limit: must be at least 1, got -1"),
+        ([*EVAL, "--limit", "0"], "argument --limit: must be at least 1, got 0"),
+        ([*EVAL, "--skip", "-1"], "argument --skip: must be at least 0, got -1"),
+        ([*EVAL, "--concurrency", "0"], "argument --concurrency: must be at least 1, got 0"),
+        ([*EVAL, "--batch-size", "-2"], "argument --batch-size: must be at least 1, got -2"),
+        ([*EVAL, "--max-new-tokens", "0"], "argument --max-new-tokens: must be at least 1, got 0"),
+        ([*EVAL, "--llm-timeout", "-5"], "argument --llm-timeout: must be more than 0, got -5"),
+        ([*EVAL, "--limit", "two"], "argument --limit: must be a whole number, got 'two'"),
+        ([*INDEX, "--workers", "0"], "argument --workers: must be at least 1, got 0"),
+        ([*SERVE, "--keep-runs", "0"], "argument --keep-runs: must be at least 1, got 0"),
+        ([*SERVE, "--max-concurrent", "-1"], "argument --max-concurrent: must be at least 1, got -1"),
+        ([*SERVE, "--shutdown-grace", "-1"], "argument --shutdown-grace: must be at least 0, got -1"),
+        (["serve-index", "idx", "--max-concurrent", "0"], "argument --max-concurrent: must be at least 1, got 0"),
+        ([*CALIBRATE, "--limit", "-1"], "argument --limit: must be at least 1, got -1"),
+    ],
+)
+def test_counts_out_of_range_are_refused_naming_the_flag(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 def test_python_m_version() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "searchain_graph", "--version"], capture_output=True, text=True, timeout=300, check=False

@@ -28,7 +28,7 @@ from searchain_graph import create_searchain_graph
 from searchain_graph.serve import create_app
 from searchain_graph.serve.db import open_run_store
 from searchain_graph.serve.runs import RunManager
-from searchain_graph.serve.store import SqliteRunStore, StoredRun, open_sqlite_checkpointer
+from searchain_graph.serve.store import SqliteRunStore, StoredRun, StoreOpenError, open_sqlite_checkpointer
 from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tree_llm
 from tests.helpers import assert_prune_keeps_the_newest_finished, assert_run_ends_are_whole, read_events
 
@@ -179,7 +179,7 @@ def test_the_store_keeps_what_it_was_given_and_refuses_what_it_cannot_open(tmp_p
     assert store.load(5) == []
     store.close()
     (tmp_path / "junk.db").write_bytes(b"not a database at all" * 100)
-    with pytest.raises(sqlite3.DatabaseError):
+    with pytest.raises(StoreOpenError, match="junk.db: not a SQLite database, or a damaged one"):
         SqliteRunStore(tmp_path / "junk.db")
     with pytest.raises(ValueError, match=r"'mysql://me:…@db/x': a SQLite file path or a postgresql:// URL"):
         open_run_store("mysql://me:secret@db/x")  # the password is never shown

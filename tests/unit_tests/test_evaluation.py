@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -183,13 +183,27 @@ def test_errors_are_recorded_and_retried(tmp_path: Path) -> None:
 def test_torn_last_line_is_ignored_and_bad_lines_named(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     out.write_text(json.dumps({"qid": "a", "method": "cot"}) + "\n" + '{"qid": "b", "meth')
-    assert [r["qid"] for r in read_records(out)] == ["a"]
+    with pytest.warns(UserWarning, match=r"r.jsonl:2: torn last line ignored"):
+        assert [r["qid"] for r in read_records(out)] == ["a"]
     out.write_text('{"qid": \n' + json.dumps({"qid": "a", "method": "cot"}) + "\n")
     with pytest.raises(ValueError, match=r"r.jsonl:1: not a results record"):
         read_records(out)
 
 
-def test_a_rerun_after_a_torn_write_appends_cleanly(tmp_path: Path) -> None:
+def _killed_mid_write(out: Path) -> None:
+    with out.open("a", encoding="utf-8") as handle:
+        handle.write('{"qid": "q1", "method": "sear')
+
+
+def _killed_before_the_newline(out: Path) -> None:
+    out.write_bytes(out.read_bytes().rstrip(b"\n"))  # the record is whole
+
+
+@pytest.mark.parametrize("kill", [_killed_mid_write, _killed_before_the_newline])
+def test_a_rerun_after_a_kill_appends_cleanly_and_keeps_every_whole_record(
+    tmp_path: Path, kill: Callable[[Path], None]
+) -> None:
+    """A torn record's pair runs again; a whole record missing only its newline is kept, not run again."""
     out = tmp_path / "results.jsonl"
     kwargs: dict[str, Any] = {
         "llm": chain_llm(),
@@ -198,11 +212,41 @@ def test_a_rerun_after_a_torn_write_appends_cleanly(tmp_path: Path) -> None:
         "out_path": out,
     }
     run_evaluation([example()], ["searchain"], **kwargs)
-    with out.open("a", encoding="utf-8") as handle:
-        handle.write('{"qid": "q1", "method": "sear')  # killed mid-write
+    kill(out)
     summary = run_evaluation([example()], ["searchain", "searchain_no_ir"], **kwargs)
     assert (summary.ran, summary.skipped) == (1, 1)
+    assert out.read_bytes().count(b"\n") == 2 and out.read_bytes().endswith(b"\n")
     assert [r["method"] for r in read_records(out)] == ["searchain", "searchain_no_ir"]
+
+
+def test_a_last_line_torn_inside_a_utf8_character_is_ignored(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    whole = json.dumps({"qid": "a", "method": "cot"}).encode() + b"\n"
+    torn = '{"qid": "b", "question": "Zü'.encode()[:-1]  # cut inside the two bytes of "ü"
+    out.write_bytes(whole + torn)
+    with pytest.warns(UserWarning, match=r"r.jsonl:2: torn last line ignored \(not UTF-8\)"):
+        assert [r["qid"] for r in read_records(out)] == ["a"]
+    out.write_bytes(b'{"qid": "\xc3"}\n' + whole)  # not at the end: an error naming the line
+    with pytest.raises(ValueError, match=r"r.jsonl:1: not a results record \(not UTF-8\)"):
+        read_records(out)
+
+
+def test_cli_eval_and_report_read_an_interrupted_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from searchain_graph.cli import main
+
+    data = write_hotpot_file(tmp_path / "hotpot.jsonl", "t1")
+    out, report = tmp_path / "results.jsonl", tmp_path / "report"
+    args = ["eval", "--dataset", "hotpotqa", "--data", str(data), "--out", str(out), "--report", str(report)]
+    args += ["--model", "import:tests.fakes:serve_llm", "--reader", "llm", "--methods", "cot", "--quiet"]
+    assert main(args) == 0
+    out.write_bytes(out.read_bytes().rstrip(b"\n"))  # the last record whole, its newline lost
+    assert main(args) == 0
+    assert "0 run(s), 1 already" in capsys.readouterr().out
+    with out.open("ab") as handle:
+        handle.write(b'\n{"qid": "t1", "question": "Z\xc3')  # a write cut inside "ü"
+    with pytest.warns(UserWarning, match="torn last line ignored"):
+        assert main(["report", str(out), "--out", str(tmp_path / "rep")]) == 0
+    assert (tmp_path / "rep" / "report.md").is_file()
 
 
 def test_report_tables_three_and_four(tmp_path: Path) -> None:
@@ -405,8 +449,10 @@ def test_cli_eval_skips_questions_but_keeps_their_paragraphs(
     assert main([*args, "--skip", "1", "--limit", "1"]) == 0
     assert corpora == [3]  # the skipped questions' paragraphs too
     assert [r["qid"] for r in read_records(out)] == ["d2"]
-    assert main([*args, "--skip", "-1", "--quiet"]) == 2
-    assert "--skip must be at least 0, got -1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        main([*args, "--skip", "-1", "--quiet"])
+    assert refused.value.code == 2
+    assert "argument --skip: must be at least 0, got -1" in capsys.readouterr().err
 
 
 def test_pairs_timed_beside_other_work_can_be_run_again(tmp_path: Path) -> None:

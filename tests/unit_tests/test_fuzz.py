@@ -484,3 +484,82 @@ def test_hostile_files_give_records_or_the_format_error_naming_the_file(
         assert isinstance(example["qid"], str) and example["question"]
         json.dumps(example, allow_nan=False, ensure_ascii=False).encode("utf-8")
     assert len({e["qid"] for e in examples}) == len(examples)
+
+
+# -- review decisions ----------------------------------------------------------------------------
+# What a client may send to a run paused for review: decisions, near-misses (typos, other cases,
+# an edit without its answer), names of the waiting correction, of another and of none, and any
+# JSON value, deep or odd.
+decision_word = st.one_of(
+    st.sampled_from(["accept", "reject", "edit", "acept", "Accept", "ACCEPT", " accept", "accept\n", "", "yes"]),
+    st.text(max_size=12),
+    surrogates,
+)
+decision_name = st.one_of(
+    st.just({}),
+    st.just({"id": "round-1-node-2"}),  # the waiting correction
+    st.just({"round": 1, "node": 2}),
+    st.fixed_dictionaries({"id": st.one_of(st.text(max_size=20), st.integers(), st.none(), json_value)}),
+    st.fixed_dictionaries({"round": st.one_of(st.integers(-2, 5), st.text(max_size=3)), "node": st.integers(-2, 9)}),
+)
+review_value = st.one_of(
+    decision_word,
+    st.builds(
+        lambda word, answer, name: {"decision": word, **({} if answer is None else {"answer": answer}), **name},
+        decision_word,
+        st.one_of(st.none(), st.text(max_size=30), json_value, st.just("x" * 3000)),
+        decision_name,
+    ),
+    json_value,
+    deep_json.map(lambda text: {"decision": "accept", "extra": text}),
+)
+
+
+class _Review:
+    """One review graph for every case; each case pauses a thread of its own."""
+
+    def __init__(self) -> None:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from searchain_graph import create_searchain_graph
+        from tests.fakes import TREE_READS, ScriptedReader, retriever, tree_llm
+
+        self.graph = create_searchain_graph(
+            tree_llm(), retriever(), ScriptedReader(TREE_READS), confidence_threshold=1.5,
+            checkpointer=InMemorySaver(), review=True,
+        )  # fmt: skip
+        self.threads = 0
+
+
+_REVIEWS: list[_Review] = []
+
+
+@FUZZ
+@given(review_value)
+def test_any_review_decision_is_taken_whole_or_refused_leaving_the_correction_answerable(value: object) -> None:
+    from langgraph.types import Command
+
+    from searchain_graph.method.review import review_decision
+    from tests.fakes import QUESTION
+
+    if not _REVIEWS:
+        _REVIEWS.append(_Review())
+    runs = _REVIEWS[0]
+    runs.threads += 1
+    config = {"configurable": {"thread_id": f"fuzz-review-{runs.threads}"}}
+    (pause,) = runs.graph.invoke({"question": QUESTION}, config)["__interrupt__"]
+    try:
+        expected = review_decision(value, pause.value)
+    except ValueError:
+        expected = None
+    if expected is None:
+        with pytest.raises(ValueError):
+            runs.graph.invoke(Command(resume=value), config)
+        state = runs.graph.get_state(config)  # nothing recorded: the same correction still waits
+        assert state.values["review_pending"] == pause.value and not state.values.get("reviews")
+        value = "reject"
+        expected = review_decision(value)
+    out = runs.graph.invoke(Command(resume=value), config)
+    decided = runs.graph.get_state(config).values["reviews"][pause.value["id"]]
+    assert {k: v for k, v in decided.items() if k not in ("round", "node")} == expected.record()
+    assert "__interrupt__" in out or out["tree"][0]["checks"][1]["review"] == expected.record()

@@ -23,7 +23,7 @@ from searchain_graph.ir.bm25.retriever import BM25Retriever
 from searchain_graph.ir.bm25.tokenising import STOPWORDS, split_words
 from searchain_graph.ir.corpus import CorpusFormatError, PassageStore, iter_corpora, paragraph_id, write_passages
 from searchain_graph.ir.index import build_index, load_index
-from searchain_graph.ir.index_dir import MANIFEST, read_manifest
+from searchain_graph.ir.index_dir import MANIFEST, read_manifest, write_index
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples/data/searchain_demo.jsonl"
@@ -294,6 +294,34 @@ def test_cli_index_reports_throughput_and_line_numbers(tmp_path: Path, capsys: p
     assert "broken.jsonl:2: no passage text" in capsys.readouterr().err
     assert main(["index", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "idx3"), "--quiet"]) == 2
     assert "corpus file not found" in capsys.readouterr().err
+
+
+def test_cli_index_refuses_a_file_as_out_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    taken = _write(tmp_path / "notes.txt", ["keep me"])
+    assert main(["index", str(DEMO), "--out", str(taken)]) == 2
+    captured = capsys.readouterr()
+    assert (
+        captured.err
+        == f"searchain: error: {taken} exists and is not a directory: refusing to replace it with an index\n"
+    )
+    assert captured.out == ""
+    assert main(["index", str(DEMO), "--out", str(taken / "idx"), "--quiet"]) == 2
+    assert f"{taken} is a file, not a directory" in capsys.readouterr().err
+    assert taken.read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # no notes.txt.partial
+
+
+def test_a_build_failing_at_the_swap_leaves_no_partial(tmp_path: Path) -> None:
+    out = tmp_path / "index"
+
+    def write(partial: Path, progress: object) -> int:
+        out.write_text("appeared during the build")  # the swap must refuse it
+        return 0
+
+    with pytest.raises(FileExistsError, match="exists and is not a directory"):
+        write_index(out, "bm25", [], write)
+    assert out.read_text() == "appeared during the build"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index"]
 
 
 def test_cli_asks_against_a_built_index(tmp_path: Path, tiny_llm_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

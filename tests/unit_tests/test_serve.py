@@ -55,6 +55,35 @@ def test_the_page_is_self_contained(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"ok": True, "title": "SearChain", "about": "fakes"}
 
 
+def test_no_response_may_be_framed() -> None:
+    app, _ = make_app(token="a-token-of-sixteen-chars")
+    with TestClient(app, base_url=LOCAL) as client:
+        auth = {"authorization": "Bearer a-token-of-sixteen-chars"}
+        replies = [
+            client.get("/", headers=auth),  # the page
+            client.get("/healthz", headers=auth),
+            client.get("/runs/nope", headers=auth),  # the app's 404
+            client.get("/"),  # the guard's 401
+            client.get("/", headers={**auth, "host": "evil.example"}),  # the guard's 421
+        ]
+    assert [r.status_code for r in replies] == [200, 200, 404, 401, 421]
+    for reply in replies:
+        assert reply.headers["x-frame-options"] == "DENY"
+        assert reply.headers["content-security-policy"] == "frame-ancestors 'none'"
+
+
+def test_frame_ancestors_joins_a_policy_already_set() -> None:
+    from starlette.datastructures import MutableHeaders
+
+    from searchain_graph.serve.guard import deny_framing
+
+    headers = MutableHeaders({"content-security-policy": "default-src 'self';"})
+    deny_framing(headers)
+    assert headers["content-security-policy"] == "default-src 'self'; frame-ancestors 'none'"
+    assert headers.getlist("content-security-policy") == ["default-src 'self'; frame-ancestors 'none'"]
+    assert headers["x-frame-options"] == "DENY"
+
+
 def test_a_run_streams_each_step_then_its_answer(client: TestClient) -> None:
     run = ask(client)
     events = read_events(client, run["events"])

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from searchain_graph.cli.arguments import positive_int
 from searchain_graph.ir.readers import DEFAULT_READER
 from searchain_graph.llms.backends import BACKENDS
 
@@ -50,7 +51,7 @@ def add_calibrate_parser(sub: Any) -> None:
     source = cal.add_mutually_exclusive_group()
     source.add_argument("--corpus", action="append", default=None, metavar="FILE", help="corpus file(s) for BM25")
     source.add_argument("--index", default=None, metavar="DIR", help="retrieval index (default: BM25 over the data)")
-    cal.add_argument("--limit", type=int, default=None, help="first N questions")
+    cal.add_argument("--limit", type=positive_int, default=None, help="first N questions")
     cal.add_argument(
         "--max-broken", type=float, default=0.05, help="share of correct nodes theta may break (default 0.05)"
     )
@@ -75,8 +76,6 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from searchain_graph.llms.chat_model import TransformersChatModel
     from searchain_graph.llms.loading import load_chat_model
 
-    if args.limit is not None and args.limit < 1:
-        raise ValueError(f"--limit must be at least 1, got {args.limit}")
     if len(args.dataset) != len(args.data):
         raise ValueError(f"give one --dataset per --data (got {len(args.dataset)} and {len(args.data)})")
     if len(args.data) > 1 and (args.index or args.corpus):

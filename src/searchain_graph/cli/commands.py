@@ -47,7 +47,9 @@ def run_index(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from searchain_graph.ir.index import build_index
+    from searchain_graph.ir.index_dir import check_index_target
 
+    check_index_target(args.out)  # a wrong --out is one line, before any work (and before the progress bar)
     with tqdm(desc=f"indexing ({args.retriever})", unit=" passages", disable=args.quiet, file=sys.stderr) as bar:
         summary = build_index(
             args.corpus,
@@ -86,13 +88,9 @@ def run_eval(args: argparse.Namespace) -> int:
         paragraphs = corpus_paragraphs(examples)  # the open-domain corpus: all questions' paragraphs
         if not paragraphs:
             raise ValueError(f"{args.data} carries no paragraphs: pass --index DIR or --corpus FILE")
-    if args.skip < 0:
-        raise ValueError(f"--skip must be at least 0, got {args.skip}")
     examples = examples[args.skip :]  # the corpus keeps every question's paragraphs
     if args.limit is not None:
         examples = examples[: args.limit]
-    if args.batch_size < 1:
-        raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
     stack = load_stack(
         args,
         max_batch_size=args.batch_size,

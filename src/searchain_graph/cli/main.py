@@ -21,6 +21,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from searchain_graph.cli.arguments import non_negative_float, non_negative_int, positive_float, positive_int
 from searchain_graph.cli.calibrate import add_calibrate_parser, run_calibrate
 from searchain_graph.cli.commands import run_ask, run_eval, run_index, run_report
 from searchain_graph.cli.serve import run_model_dir, run_serve, run_serve_index
@@ -112,13 +113,13 @@ def _add_llm_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-new-tokens",
-        type=int,
+        type=positive_int,
         default=None,
         help="generation budget per call (default: 256 for local models; openai: models, the server's own)",
     )
     parser.add_argument(
         "--llm-timeout",
-        type=float,
+        type=positive_float,
         default=None,
         metavar="SECONDS",
         help="openai: models: seconds per request, queueing included (default: SEARCHAIN_LLM_TIMEOUT, else 600); "
@@ -179,7 +180,7 @@ def _add_listen(parser: argparse.ArgumentParser, *, port: int) -> None:
     )
     parser.add_argument(
         "--shutdown-grace",
-        type=float,
+        type=non_negative_float,
         default=5.0,
         metavar="S",
         help="on Ctrl-C or SIGTERM, seconds running work may take before it is cancelled (default 5)",
@@ -211,12 +212,18 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_stack(web)
     _add_listen(web, port=8000)
     web.add_argument(
-        "--batch-size", type=int, default=1, help="llama.cpp: decode this many questions' calls together (default 1)"
+        "--batch-size",
+        type=positive_int,
+        default=1,
+        help="llama.cpp: decode this many questions' calls together (default 1)",
     )
     web.add_argument(
-        "--max-concurrent", type=int, default=None, help="runs at once; the others queue (default: --batch-size)"
+        "--max-concurrent",
+        type=positive_int,
+        default=None,
+        help="runs at once; the others queue (default: --batch-size)",
     )
-    web.add_argument("--keep-runs", type=int, default=100, help="finished runs kept (default 100)")
+    web.add_argument("--keep-runs", type=positive_int, default=100, help="finished runs kept (default 100)")
     web.add_argument(
         "--review",
         action="store_true",
@@ -245,7 +252,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     served.add_argument("index", metavar="DIR", help="an index directory built by `searchain index`")
     _add_listen(served, port=8893)
-    served.add_argument("--max-concurrent", type=int, default=8, help="searches at once; more wait (default 8)")
+    served.add_argument(
+        "--max-concurrent", type=positive_int, default=8, help="searches at once; more wait (default 8)"
+    )
     model_dir = sub.add_parser(
         "model-dir",
         help="print a local model's directory of plain weights, for an OpenAI-compatible server to load",
@@ -280,9 +289,12 @@ def _build_parser() -> argparse.ArgumentParser:
         help="comma-separated methods, or all (default); the methods are listed below",
     )
     ev.add_argument(
-        "--skip", type=int, default=0, help="leave out the first N questions (before --limit; their paragraphs stay)"
+        "--skip",
+        type=non_negative_int,
+        default=0,
+        help="leave out the first N questions (before --limit; their paragraphs stay)",
     )
-    ev.add_argument("--limit", type=int, default=None, help="first N questions (after --skip)")
+    ev.add_argument("--limit", type=positive_int, default=None, help="first N questions (after --skip)")
     ev.add_argument(
         "--index",
         default=None,
@@ -296,12 +308,12 @@ def _build_parser() -> argparse.ArgumentParser:
     add_context_options(ev, who="SearChain and its ablations (records carry the choice): ", skip=("task",))
     ev.add_argument(
         "--batch-size",
-        type=int,
+        type=positive_int,
         default=1,
         help="llama.cpp models: decode this many calls together, each in a slot of its own (default 1, sequential)",
     )
     ev.add_argument(
-        "--concurrency", type=int, default=None, help="pairs at once (default: 4 remote; --batch-size local)"
+        "--concurrency", type=positive_int, default=None, help="pairs at once (default: 4 remote; --batch-size local)"
     )
     ev.add_argument("--out", default=None, metavar="FILE", help="results JSONL (default results/DATASET.jsonl)")
     ev.add_argument("--report", default=None, metavar="DIR", help="report directory (default: beside --out)")
@@ -352,7 +364,10 @@ def _build_parser() -> argparse.ArgumentParser:
         help="ColBERT checkpoint, hub name or local directory (default colbert-ir/colbertv2.0)",
     )
     index.add_argument(
-        "--workers", type=int, default=None, help="BM25 tokenising processes, tantivy threads (default: one per core)"
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="BM25 tokenising processes, tantivy threads (default: one per core)",
     )
     index.add_argument("--bm25-k1", type=float, default=1.5, help="BM25 k1 (default 1.5)")
     index.add_argument("--bm25-b", type=float, default=0.75, help="BM25 b (default 0.75)")

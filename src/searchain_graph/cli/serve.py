@@ -3,7 +3,8 @@
 ``serve`` loads the model, index and reader once, when the server starts; every question shares
 them and runs under its own thread id (the graph keeps each run's checkpoints in memory until
 the run is dropped; with ``--db FILE``, runs, events and checkpoints go to a SQLite file, and a
-restarted server lists past runs and resumes the ones in flight). ``serve-index`` opens one index
+restarted server lists past runs and resumes the ones in flight; the file is checked, and locked
+for this server alone, before the model loads). ``serve-index`` opens one index
 and answers searches in the ColBERTv2 server protocol. Both listen on 127.0.0.1 unless told
 otherwise, and warn when told otherwise; both answer only requests naming a ``Host`` they serve
 (``--allow-host`` adds names), and what they say about themselves (``/healthz``, the page) names
@@ -86,21 +87,29 @@ def run_serve(args: argparse.Namespace) -> int:
     from langgraph.checkpoint.memory import InMemorySaver
 
     from searchain_graph.serve import create_app
+    from searchain_graph.serve.db import open_run_store
     from searchain_graph.serve.guard import served_hosts
 
     token = _token(args)
-    graph, about = build_graph(args, _say, checkpointer=InMemorySaver(), max_batch_size=args.batch_size)
-    concurrent = args.max_concurrent or args.batch_size
-    hosts = served_hosts(args.host, args.allow_host)
-    app = create_app(
-        graph,
-        about=without_paths(about),
-        max_concurrent=concurrent,
-        keep_runs=args.keep_runs,
-        hosts=hosts,
-        token=token,
-        db=args.db,
-    )
+    # Before the model: a --db that cannot be used (or that another server holds) stops here, in one line.
+    store = open_run_store(args.db)
+    try:
+        graph, about = build_graph(args, _say, checkpointer=InMemorySaver(), max_batch_size=args.batch_size)
+        concurrent = args.max_concurrent or args.batch_size
+        hosts = served_hosts(args.host, args.allow_host)
+        app = create_app(
+            graph,
+            about=without_paths(about),
+            max_concurrent=concurrent,
+            keep_runs=args.keep_runs,
+            hosts=hosts,
+            token=token,
+            db=args.db,
+            store=store,
+        )
+    except BaseException:
+        store.close()
+        raise
     _say(f"serving on http://{args.host}:{args.port}/ ({about})" + (" (the token is required)" if token else ""))
     return _serve(args, app)
 

@@ -95,6 +95,7 @@ def load_stack(
     Raises:
         ValueError: no ``--index``, no ``--corpus`` and no ``documents``.
     """
+    from searchain_graph._text import redacted_url
     from searchain_graph.ir.bm25.retriever import BM25Retriever
     from searchain_graph.ir.index import load_index
     from searchain_graph.ir.readers.load import load_reader
@@ -105,8 +106,9 @@ def load_stack(
     retriever: BaseRetriever
     if args.index:
         retriever = load_index(args.index, k=1)
-        say(f"opened the index at {args.index} in {time.perf_counter() - started:.1f} s")
-        source = f"index {args.index}"
+        shown = redacted_url(args.index)  # an index URL's password is shown nowhere (--index http://me:pw@host/)
+        say(f"opened the index at {shown} in {time.perf_counter() - started:.1f} s")
+        source = f"index {shown}"
     elif args.corpus or documents is not None:
         bm25 = (
             BM25Retriever.from_files(args.corpus, k=1)

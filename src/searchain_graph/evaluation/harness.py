@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -165,30 +166,37 @@ def make_record(
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """The records of a results file (a missing file has none); a torn last line is ignored.
 
+    The file is read as bytes and each line decoded on its own, so a last line cut inside a
+    UTF-8 character is torn like one cut inside the JSON: it is left out with a warning.
+
     Raises:
-        ValueError: a line other than the last is not valid JSON (the message names it).
+        ValueError: a line other than the last is not UTF-8 or not valid JSON (the message names
+            the file and the line).
     """
     path = Path(path)
     if not path.is_file():
         return []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = path.read_bytes().splitlines()
     records = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
+            records.append(json.loads(raw.decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            why = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else exc.msg
             if lineno == len(lines):  # an interrupted write: that pair is simply run again
+                warnings.warn(f"{path}:{lineno}: torn last line ignored ({why})", UserWarning, stacklevel=2)
                 break
-            raise ValueError(f"{path}:{lineno}: not a results record ({exc.msg})") from exc
+            raise ValueError(f"{path}:{lineno}: not a results record ({why})") from exc
     return records
 
 
 def _drop_torn_tail(path: Path) -> None:
-    """Cut an interrupted last write off ``path``.
+    """Cut an interrupted last write off ``path``, or end a whole last record with its newline.
 
-    The records appended next then start on a line of their own; that pair is run again.
+    The records appended next then start on a line of their own; a torn record's pair is run
+    again, a whole one (valid JSON, only its newline missing) is kept.
     """
     if not path.is_file():
         return
@@ -201,7 +209,14 @@ def _drop_torn_tail(path: Path) -> None:
             return
         handle.seek(0)
         data = handle.read()
-        handle.truncate(data.rfind(b"\n") + 1)
+        start = data.rfind(b"\n") + 1
+        try:
+            json.loads(data[start:].decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            handle.truncate(start)
+        else:
+            handle.seek(0, 2)
+            handle.write(b"\n")
 
 
 @dataclass

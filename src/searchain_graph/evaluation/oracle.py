@@ -37,6 +37,7 @@ from langchain_core.retrievers import BaseRetriever
 from searchain_graph.evaluation.datasets import Example
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.ir.readers.base import Reader, passage_of, read_pairs
+from searchain_graph.method.calls import doc_dict
 from searchain_graph.method.context import Context
 from searchain_graph.method.parsing import answer_contains
 from searchain_graph.method.state import ChainNode
@@ -98,7 +99,7 @@ def read_oracle_nodes(nodes: list[dict[str, Any]], retriever: BaseRetriever, rea
     pairs, where = [], []
     for i, (node, docs) in enumerate(zip(nodes, results, strict=True)):
         doc = docs[0] if docs else None
-        node["document"] = {"page_content": doc.page_content, "metadata": dict(doc.metadata)} if doc else None
+        node["document"] = doc_dict(doc) if doc else None
         node["hit"] = doc is not None and answer_contains(passage_text(doc), node["gold"])
         node["g"], node["f"] = "", None
         if doc is not None:

@@ -23,7 +23,7 @@ from langchain_core.retrievers import BaseRetriever
 from searchain_graph.ir.bm25.build import build_bm25
 from searchain_graph.ir.bm25.retriever import BM25Retriever
 from searchain_graph.ir.corpus import iter_passages, joined_text
-from searchain_graph.ir.index_dir import MANIFEST, IndexSummary, read_manifest, write_index
+from searchain_graph.ir.index_dir import MANIFEST, IndexSummary, check_index_target, read_manifest, write_index
 from searchain_graph.ir.passage_store import store_passages
 from searchain_graph.ir.remote import RemoteRetriever, is_url
 
@@ -60,7 +60,10 @@ def build_index(
         FileNotFoundError: a corpus file is missing.
         CorpusFormatError: a line is not a passage (nothing is written then).
         ValueError: an unknown retriever, an empty corpus, or BM25 parameters tantivy cannot take.
+        FileExistsError: ``directory`` is a file, or a directory that is not an index (refused
+            before anything is read or loaded).
     """
+    check_index_target(directory)
     sources = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
 
     def stored_texts(out: Path) -> Iterator[str]:

@@ -12,7 +12,9 @@ Every retriever builds into ``DIR.partial`` and renames it to ``DIR`` only when 
 (:func:`write_index`), so an interrupted build never leaves a half-written index behind. An existing
 index is swapped out by two renames (``DIR`` → ``DIR.old``, ``DIR.partial`` → ``DIR``): a build killed
 between them leaves ``DIR.old`` whole, and the next load or build puts it back. The next build
-deletes a killed build's ``DIR.partial`` before it starts.
+deletes a killed build's ``DIR.partial`` before it starts, and a build that fails deletes its own.
+A ``DIR`` that is a file, or a directory holding something other than an index, is refused before
+anything is built (:func:`check_index_target`).
 """
 
 from __future__ import annotations
@@ -112,6 +114,25 @@ def _dir_size(directory: Path) -> int:
     return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
 
 
+def check_index_target(directory: str | Path) -> None:
+    """Refuse ``directory`` as where to build an index unless it is absent, empty or an index.
+
+    Called before any work, so that a wrong ``--out`` costs nothing.
+
+    Raises:
+        FileExistsError: ``directory`` (or a folder above it) is a file, or ``directory`` holds
+            files but no index; the message names the path.
+    """
+    out = Path(directory)
+    for above in reversed(out.parents):
+        if above.exists() and not above.is_dir():
+            raise FileExistsError(f"{above} is a file, not a directory: cannot build the index {out} under it")
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out} exists and is not a directory: refusing to replace it with an index")
+    if out.is_dir() and not (out / MANIFEST).is_file() and any(out.iterdir()):
+        raise FileExistsError(f"{out} exists and is not a searchain index: refusing to replace it")
+
+
 def write_index(
     directory: str | Path,
     retriever: str,
@@ -123,38 +144,42 @@ def write_index(
 ) -> IndexSummary:
     """Build into ``DIR.partial`` and rename it to ``DIR`` only when complete.
 
-    A corpus error half-way leaves any existing index at ``directory`` untouched.
+    A corpus error half-way leaves any existing index at ``directory`` untouched, and no
+    ``DIR.partial``: a build that fails, however, deletes it.
+
+    Raises:
+        FileExistsError: ``directory`` is a file, or a directory that is not an index (checked
+            before the build and again before the swap).
     """
     out = Path(directory)
+    check_index_target(out)
     partial = out.with_name(out.name + ".partial")
     old = _recover(out)
     shutil.rmtree(old, ignore_errors=True)  # a build killed after its swap left the previous index there
     shutil.rmtree(partial, ignore_errors=True)  # a killed build's leftovers
     partial.mkdir(parents=True)
-    started = time.perf_counter()
     try:
+        started = time.perf_counter()
         count = write(partial, progress)
+        seconds = time.perf_counter() - started
+        manifest = {
+            "format": INDEX_FORMAT,
+            "version": 1,
+            "retriever": retriever,
+            "passages": count,
+            "sources": [str(s) for s in sources],
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "build_seconds": round(seconds, 3),
+            "searchain_graph": _package_version(),
+            **(extra or {}),
+        }
+        write_aside(partial / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        if out.exists():
+            check_index_target(out)  # again: something may have appeared there during the build
+            out.rename(old)  # two renames: at every instant DIR is a whole index, or absent with DIR.old whole
+        partial.rename(out)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    seconds = time.perf_counter() - started
-    manifest = {
-        "format": INDEX_FORMAT,
-        "version": 1,
-        "retriever": retriever,
-        "passages": count,
-        "sources": [str(s) for s in sources],
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "build_seconds": round(seconds, 3),
-        "searchain_graph": _package_version(),
-        **(extra or {}),
-    }
-    write_aside(partial / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-    if out.exists():
-        if not (out / MANIFEST).is_file() and any(out.iterdir()):
-            shutil.rmtree(partial, ignore_errors=True)
-            raise FileExistsError(f"{out} exists and is not a searchain index: refusing to replace it")
-        out.rename(old)  # two renames: at every instant DIR is a whole index, or absent with DIR.old whole
-    partial.rename(out)
     shutil.rmtree(old, ignore_errors=True)
     return IndexSummary(out, retriever, count, seconds, _dir_size(out))

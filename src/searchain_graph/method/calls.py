@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langsmith import get_current_run_tree
 
+from searchain_graph.ir.documents import json_safe
 from searchain_graph.method.parsing import word_count
 from searchain_graph.method.state import DocumentDict, Usage, empty_usage
 
@@ -64,9 +65,16 @@ def label_node_run(step: str, rnd: int) -> None:
     run.tags = tags + [t for t in (f"searchain:{step}", f"searchain:round:{rnd}") if t not in tags]
 
 
-def doc_dict(doc: Document) -> DocumentDict:
-    """A ``Document`` as plain data (msgpack-serialisable state)."""
-    return {"page_content": doc.page_content, "metadata": dict(doc.metadata)}
+def doc_dict(doc: Document, notes: list[str] | None = None) -> DocumentDict:
+    """A ``Document`` as plain data (msgpack-serialisable state, strict JSON).
+
+    Every method's retrieved passages enter the package here, whatever the retriever: their
+    metadata is made strict JSON (:func:`~searchain_graph.ir.documents.json_safe`: a ``NaN``
+    score becomes ``None``, a ``datetime`` its ISO text, a numpy scalar its Python value, ...),
+    each conversion added to ``notes`` when given.
+    """
+    metadata = json_safe(doc.metadata if isinstance(doc.metadata, dict) else {}, notes)
+    return {"page_content": doc.page_content, "metadata": metadata}
 
 
 def to_messages(messages: Sequence[dict[str, str]]) -> list[BaseMessage]:

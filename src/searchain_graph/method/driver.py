@@ -51,6 +51,9 @@ from searchain_graph.method.steps import (
 
 __all__ = ["StepDriver"]
 
+METADATA_WARNING = "passage metadata was not strict JSON"
+"""The run's one warning when a retriever's metadata had to be converted (the fields follow it)."""
+
 
 def _accepts_k(method: Callable[..., Any]) -> bool:
     params = inspect.signature(method).parameters
@@ -291,17 +294,23 @@ class StepDriver:
         configs = [self._config(req.step, req.round, running, searchain_query=q) for q in req.queries]
         return configs, ({"k": req.k} if req.k is not None and self.takes_k else {})
 
-    def _count_retrieval(self, req: Retrieve, found: Sequence[Sequence[Document]], running: _Running) -> list[Any]:
+    def _count_retrieval(
+        self, req: Retrieve, found: Sequence[Sequence[Document]], running: _Running, notes: Sequence[str] = ()
+    ) -> list[Any]:
         running.usage = add_usage(running.usage, {"retrieval_calls": len(req.queries)})
+        notes = list(notes)  # what the passages' metadata had to lose to be strict JSON (doc_dict)
         out = []
         for docs in found:
-            dicts = [doc_dict(d) for d in (docs if req.k is None else list(docs)[: req.k])]
+            dicts = [doc_dict(d, notes) for d in (docs if req.k is None else list(docs)[: req.k])]
             for doc in dicts:
                 doc["page_content"] = running.clean(doc["page_content"], "a retrieved passage", MAX_PASSAGE_CHARS)
                 title = doc["metadata"].get("title")
                 if isinstance(title, str):
                     doc["metadata"]["title"] = running.clean(title, "a passage title", MAX_PASSAGE_CHARS)
             out.append(dicts)
+        said = [*(running.state.get("warnings") or []), *running.warnings]
+        if notes and not any(METADATA_WARNING in w for w in said):  # one warning a run
+            running.warnings.append(f"round {running.round}: {METADATA_WARNING}, converted: {', '.join(notes)}")
         return out
 
     @staticmethod
@@ -378,7 +387,7 @@ class StepDriver:
         hits = len(results) - job.misses
         if isinstance(req, Retrieve):
             running.usage = add_usage(running.usage, {"retrieval_cache_hits": hits})
-            return self._count_retrieval(req, CachedIR.documents(results), running)
+            return self._count_retrieval(req, CachedIR.documents(results), running, job.notes)
         running.usage = add_usage(running.usage, {"reader_cache_hits": hits})
         return self._clean_reads(CachedIR.outputs(results), running)
 

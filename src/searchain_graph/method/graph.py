@@ -13,6 +13,9 @@ Algorithm 1 (Xu et al., WWW 2024), and the graph's nodes that run it::
     START -> coq_generation -> ir_check --(feedback pending and r < r_max)--> feedback -> coq_generation
                                        \--(otherwise)--------------------------------> tracing -> END
 
+With ``review=True``, ``ir_check`` stops at a correction and a ``review`` node pauses for a
+person (``ir_check -> review -> ir_check``) before the loop test.
+
 The steps themselves are in :mod:`searchain_graph.method.nodes`. Each is a generator that asks
 for its LLM, retriever and reader calls and returns its state update; a
 :class:`~searchain_graph.method.driver.StepDriver` performs each request, sync or async, and
@@ -56,6 +59,7 @@ from searchain_graph.method.calls import label_node_run
 from searchain_graph.method.context import DEFAULT_THRESHOLD, Context, required
 from searchain_graph.method.driver import StepDriver
 from searchain_graph.method.nodes import FRESH_RUN, SearChainSteps
+from searchain_graph.method.review import ask_for_review, check_review_resume
 from searchain_graph.method.state import InputState, OutputState, SearChainState
 from searchain_graph.method.threads import OnBusy, SearChainGraph
 from searchain_graph.method.verdict import QueryMatcher
@@ -71,12 +75,16 @@ __all__ = [
 ]
 
 
-def route_after_ir_check(state: SearChainState, max_rounds: int) -> Literal["feedback", "tracing"]:
+def route_after_ir_check(state: SearChainState, max_rounds: int) -> Literal["review", "feedback", "tracing"]:
     """Algorithm 1's loop test: feed back while IR changed a node and rounds remain, else trace.
 
     ``state["feedback"]`` is the node IR corrected or completed this round (``None``: every node
     passed); ``state["rounds"]`` is the round just checked; ``max_rounds`` is the paper's r_max.
+    Under review (``review=True``), a correction waiting for a person (``review_pending``) goes to
+    the ``review`` node first.
     """
+    if state.get("review_pending"):
+        return "review"
     if state.get("feedback") is not None and state["rounds"] < max_rounds:
         return "feedback"
     return "tracing"
@@ -163,7 +171,11 @@ def create_searchain_graph(
             payload is the node, the LLM's answer, *g*, *f* against θ and the passage
             (:func:`~searchain_graph.method.review.review_payload`); the run goes on with
             ``Command(resume="accept" | "reject" | {"decision": "edit", "answer": ...})``, and
-            the tree records the decision. Needs a checkpointer: yours, or a LangGraph server's.
+            the tree records the decision. A decision may name its correction (``"id"``, or
+            ``"round"`` and ``"node"``); one naming another, or one that is no decision, raises
+            ``ValueError`` and is not recorded. The pause is a node of its own (``review``):
+            deciding redoes no retrieval and no reading. Needs a checkpointer: yours, or
+            ``checkpointer=True`` where a parent graph or a LangGraph server supplies one.
         checkpointer: Passed to ``compile``; the state is msgpack-serialisable.
         cache: A LangGraph cache passed to ``compile``: each retrieval and reading is then a
             task with a ``CachePolicy``, answered from the cache when seen before
@@ -201,8 +213,12 @@ def create_searchain_graph(
         raise TypeError(f"reader must have a read(query, passage) method, got {type(reader).__name__}")
     if context is not None and not isinstance(context, Context):
         raise TypeError(f"context must be a Context, got {type(context).__name__}")
-    if review and checkpointer is False:
-        raise ValueError("review=True pauses runs for a person, which needs a checkpointer (checkpointer=False)")
+    if review and (checkpointer is None or checkpointer is False):
+        raise ValueError(
+            "review=True pauses runs for a person, which needs a checkpointer to resume them: pass "
+            "checkpointer=InMemorySaver() (or a database's saver), or checkpointer=True where a parent "
+            "graph or a server (langgraph dev) supplies one"
+        )
     graph_context = replace(context or Context(), **settings)
     defaults, source = reader_settings(reader, graph_context)
     theta = required(defaults.confidence_threshold, "confidence_threshold")
@@ -220,7 +236,9 @@ def create_searchain_graph(
             raise TypeError(f"context must be a Context, got {type(ctx).__name__}")
         return ctx.over(graph_context).resolved(threshold=theta, reader_yes_no=yes_no)
 
-    def feedback_or_tracing(state: SearChainState, runtime: Runtime[Context]) -> Literal["feedback", "tracing"]:
+    def feedback_or_tracing(
+        state: SearChainState, runtime: Runtime[Context]
+    ) -> Literal["review", "feedback", "tracing"]:
         label_node_run("ir_check", state["rounds"])  # the router's run in a trace carries its round
         return route_after_ir_check(state, run_settings(runtime).max_rounds)
 
@@ -257,12 +275,20 @@ def create_searchain_graph(
 
     builder.add_edge(START, "coq_generation")
     builder.add_edge("coq_generation", "ir_check")
-    builder.add_conditional_edges("ir_check", feedback_or_tracing, ["feedback", "tracing"])
+    if review:
+        # A person decides the correction IR stopped at; IR's check goes on from its stored results.
+        builder.add_node("review", ask_for_review, metadata={"searchain_step": "review"})
+        builder.add_edge("review", "ir_check")
+    builder.add_conditional_edges(
+        "ir_check", feedback_or_tracing, ["review", "feedback", "tracing"] if review else ["feedback", "tracing"]
+    )
     builder.add_edge("feedback", "coq_generation")
     builder.add_edge("tracing", END)
 
     graph = SearChainGraph.from_compiled(
-        builder.compile(checkpointer=checkpointer, cache=cache, name=name), on_busy=on_busy
+        builder.compile(checkpointer=checkpointer, cache=cache, name=name),
+        on_busy=on_busy,
+        check_resume=check_review_resume if review else None,
     )
     graph.step_timeout = step_timeout
     return graph.with_config(metadata={"searchain_threshold": theta, "searchain_threshold_source": source})

@@ -92,11 +92,14 @@ class IRCall:
         key: The component's identity (:func:`component_key`).
         call: ``(query) -> documents`` or ``(query, document) -> (g, f)``.
         misses: How many calls ran (not answered by the cache); added to from worker threads.
+        notes: What the retrievals that ran converted in their passages' metadata
+            (:func:`~searchain_graph.method.calls.doc_dict`).
     """
 
     key: str
     call: Callable[..., Any]
     misses: int = 0
+    notes: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def ran(self) -> None:
@@ -173,7 +176,7 @@ class CachedIR:
         self, queries: Sequence[str], k: int | None, fetch: Callable[[str], Sequence[Document]]
     ) -> tuple[list[Any], IRCall]:
         """Start a cached retrieval per query; ``fetch(query)`` runs on a miss."""
-        job = IRCall(self.retriever_key, lambda query: [doc_dict(d) for d in fetch(query)])
+        job = IRCall(self.retriever_key, lambda query: [doc_dict(d, job.notes) for d in fetch(query)])
         return [cached_retrieve(query, k, job) for query in queries], job
 
     def read(

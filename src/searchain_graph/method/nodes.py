@@ -23,8 +23,9 @@ keep the rest). ``settings`` is the run's resolved :class:`~searchain_graph.meth
 Where a step calls an adaptation (:mod:`searchain_graph.method.adaptations`), its ``Context``
 field says whether it runs: ``demonstrations`` and ``duplicates`` choose the layout and the
 ``DuplicateQuery`` rule, ``chain_repair`` mends a parsed chain. With ``review=True`` the IR check
-pauses before each correction for a person (:mod:`~searchain_graph.method.review`), and every
-verdict goes to the custom stream.
+stops at each correction, for a person to decide it in the graph's ``review`` node
+(:mod:`~searchain_graph.method.review`), and runs again from its stored results after the
+decision; every verdict goes to the custom stream.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableLambda
-from langgraph.types import interrupt
 
 from searchain_graph.ir.readers.base import ReaderOutput, usable_confidence
 from searchain_graph.method.adaptations.chain_repair import settle_nodes
@@ -50,7 +50,7 @@ from searchain_graph.method.prompts import (
     TRACING_PAIR,
 )
 from searchain_graph.method.question import task_question
-from searchain_graph.method.review import ReviewDecision, emit_verdict, review_decision, review_payload
+from searchain_graph.method.review import ReviewDecision, emit_verdict, review_id, review_payload
 from searchain_graph.method.state import (
     Branch,
     ChainNode,
@@ -82,6 +82,8 @@ FRESH_RUN: dict[str, Any] = {
     "ir_cache": {},
     "chain": [],
     "feedback": None,
+    "review_pending": None,
+    "reviews": {},
     "answer": "",
     "final_content": "",
 }
@@ -94,8 +96,9 @@ class SearChainSteps:
     Args:
         is_duplicate: ``DuplicateQuery(q_i, M)``; ``None``: the run's ``Context.duplicates`` rule
             (:func:`~searchain_graph.method.verdict.duplicate_rule`).
-        review: Pause before each correction for a person to accept, reject or edit it
-            (:func:`review_payload`, :func:`review_decision`); the graph needs a checkpointer.
+        review: Stop at each correction until a person accepts, rejects or edits it: the IR check
+            writes it as ``review_pending`` (:func:`review_payload`) and, once the decision is in
+            ``reviews``, applies it; the graph needs a checkpointer and a ``review`` node.
     """
 
     def __init__(self, is_duplicate: QueryMatcher | None = None, *, review: bool = False) -> None:
@@ -214,6 +217,10 @@ class SearChainSteps:
         warnings: list[str] = []
         feedback: Feedback | None = None
         first_index = len(state.get("references") or []) + 1
+        # Under review, this step runs again after each decision, from the stored results; the
+        # verdicts of the nodes before the last one decided were streamed by an earlier pass.
+        reviews = state.get("reviews") or {}
+        streamed = max((int(r["node"]) for r in reviews.values() if r.get("round") == rnd), default=0)
         for node in chain:
             if node["index"] in duplicates:
                 was = duplicates[node["index"]]
@@ -247,7 +254,10 @@ class SearChainSteps:
             )
             reviewed: ReviewDecision | None = None
             if verdict["action"] == "correction" and self.review:
-                reviewed = review_decision(interrupt(review_payload(node, result, verdict, theta, rnd)))
+                decided = reviews.get(review_id(rnd, node["index"]))
+                if decided is None:  # the ``review`` node pauses on it; this step runs again after
+                    return {"ir_cache": found, "review_pending": review_payload(node, result, verdict, theta, rnd)}
+                reviewed = ReviewDecision.from_record(decided)
                 verdict, result = reviewed.apply(verdict, result)
             action = verdict["action"]
             processed.append(node["query"])
@@ -255,7 +265,8 @@ class SearChainSteps:
             if reviewed is not None:
                 checks[-1]["decided_by"] = "ir+person"
                 checks[-1]["review"] = reviewed.record()
-            emit_verdict(rnd, checks[-1])
+            if node["index"] >= streamed:
+                emit_verdict(rnd, checks[-1])
             if action == "no_passage":
                 warnings.append(f"round {rnd}: no passage retrieved for {node['query'][:80]!r}")
                 if node["unsolved"]:

@@ -22,6 +22,9 @@ Who writes each channel (each is written by one step; the driver writes ``rounds
   ``None`` when every node passed) and the round's ``checks`` on its branch of ``tree``: one
   record per node of the chain, each with its verdict and the reason, duplicates and the nodes
   IR did not reach included;
+* ``review`` (graphs built with ``review=True``): ``reviews``, a person's decision on the
+  correction ``ir_check`` paused at (``review_pending``, which ``ir_check`` writes and ``review``
+  clears);
 * ``feedback``: ``messages`` (the rendered correction or completion prompt);
 * ``tracing``: ``final_content`` and ``answer``;
 * every step: ``usage`` (its calls' cost) and ``warnings``.
@@ -256,6 +259,12 @@ class SearChainState(OutputState):
     """*F*: the feedback of the round's IR check, or ``None`` when every node passed."""
     ir_cache: NotRequired[Annotated[dict[str, dict[str, object]], merge_results]]
     """Retrieval and reading results per query, reused when a later branch repeats a query."""
+    review_pending: NotRequired[dict[str, Any] | None]
+    """The correction waiting for a person (``review=True``): the payload of the ``review`` node's
+    ``interrupt()``, written by ``ir_check`` with the passage and reading it is about, so that
+    deciding it redoes no retrieval and no reading."""
+    reviews: NotRequired[Annotated[dict[str, dict[str, Any]], merge_results]]
+    """The decisions taken this run, by review id (``round-R-node-N``)."""
     last_step: NotRequired[str]
     """The step that ran last (the driver's): a run continues at ``coq_generation`` only after
     ``feedback``; anything else there starts a new run."""

@@ -19,17 +19,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Iterator
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any, Literal, cast
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config, merge_configs
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
 
 __all__ = ["OnBusy", "SearChainGraph", "ThreadBusyError"]
 
 OnBusy = Literal["reject", "wait"]
 """What a run does when its thread is busy."""
+
+CheckResume = Callable[[Any, Mapping[str, Any]], None]
+"""Checks a ``Command(resume=...)`` value against the thread's state; raises to refuse it."""
 
 _POLL_SECONDS = 0.01
 _busy: set[tuple[int, str, str]] = set()
@@ -113,17 +118,42 @@ class SearChainGraph(CompiledStateGraph[Any, Any, Any, Any]):
     :meth:`astream`, which claim ``(checkpointer, thread_id, checkpoint_ns)`` for the run.
     """
 
-    def __init__(self, *args: Any, on_busy: OnBusy = "reject", **kwargs: Any) -> None:
-        """As :class:`CompiledStateGraph`, plus ``on_busy``: ``"reject"`` or ``"wait"``."""
+    def __init__(
+        self, *args: Any, on_busy: OnBusy = "reject", check_resume: CheckResume | None = None, **kwargs: Any
+    ) -> None:
+        """As :class:`CompiledStateGraph`, plus ``on_busy`` and ``check_resume``.
+
+        ``on_busy`` is ``"reject"`` or ``"wait"``; ``check_resume`` is called with a ``Command``'s
+        ``resume`` value and the thread's state before the run starts: what it raises refuses the
+        command, which is then not recorded.
+        """
         if on_busy not in ("reject", "wait"):
             raise ValueError(f"on_busy must be 'reject' or 'wait', got {on_busy!r}")
         super().__init__(*args, **kwargs)
         self.on_busy: OnBusy = on_busy
+        self.check_resume = check_resume
 
     @classmethod
-    def from_compiled(cls, graph: CompiledStateGraph[Any, Any, Any, Any], on_busy: OnBusy = "reject") -> SearChainGraph:
+    def from_compiled(
+        cls,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
+        on_busy: OnBusy = "reject",
+        check_resume: CheckResume | None = None,
+    ) -> SearChainGraph:
         """The same compiled graph, holding its thread while a run runs (as ``Pregel.copy`` rebuilds one)."""
-        return cls(**{k: v for k, v in graph.__dict__.items() if k != "__orig_class__"}, on_busy=on_busy)
+        fields = {k: v for k, v in graph.__dict__.items() if k != "__orig_class__"}
+        return cls(**fields, on_busy=on_busy, check_resume=check_resume)
+
+    def _resumes(self, input: Any, config: RunnableConfig | None) -> bool:
+        """Whether ``input`` resumes a thread whose state ``check_resume`` must see first."""
+        return (
+            self.check_resume is not None
+            and isinstance(input, Command)
+            # A Command that only resumes (``resume=None`` included: LangGraph has no answer to that)
+            and (input.resume is not None or (not input.goto and input.update is None))
+            and isinstance(self.checkpointer, BaseCheckpointSaver)
+            and bool((config or {}).get("configurable", {}).get("thread_id"))
+        )
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
         """As :meth:`CompiledStateGraph.stream`, one run per thread at a time.
@@ -132,6 +162,9 @@ class SearChainGraph(CompiledStateGraph[Any, Any, Any, Any]):
             ThreadBusyError: the thread has a run in progress and ``on_busy`` is ``"reject"``.
         """
         with _claimed(_thread_key(self, config), self.on_busy):
+            if self._resumes(input, config):
+                assert self.check_resume is not None
+                self.check_resume(input.resume, self.get_state(cast(RunnableConfig, config)).values)
             yield from super().stream(input, config, **kwargs)
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
@@ -141,5 +174,8 @@ class SearChainGraph(CompiledStateGraph[Any, Any, Any, Any]):
             ThreadBusyError: the thread has a run in progress and ``on_busy`` is ``"reject"``.
         """
         async with _aclaimed(_thread_key(self, config), self.on_busy):
+            if self._resumes(input, config):
+                assert self.check_resume is not None
+                self.check_resume(input.resume, (await self.aget_state(cast(RunnableConfig, config))).values)
             async for chunk in super().astream(input, config, **kwargs):
                 yield chunk

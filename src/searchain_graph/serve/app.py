@@ -10,10 +10,14 @@ Routes:
 * ``GET /runs``: the runs kept, newest first (status, question, answer; no output);
 * ``GET /runs/{id}``: the run as JSON (status, answer, the whole output once done);
 * ``GET /runs/{id}/tree?format=html|markdown``: the tree drawn so far, as a page or Markdown;
-* ``POST /runs/{id}/review`` with ``"accept"``, ``"reject"`` or ``{"decision": "edit", "answer":
-  "..."}``: a run paused before a correction (``review``, a graph built with ``review=True``) goes
-  on with that decision; ``409`` when it is not waiting for one, ``400`` naming what is wrong;
-* ``GET /healthz``: ``{"ok": true}`` and what is served.
+* ``POST /runs/{id}/review`` with ``{"decision": "accept" | "reject" | "edit", "answer"?, "id"}``:
+  a run paused before a correction (``review``, a graph built with ``review=True``) goes on with
+  that decision. ``id`` is the review's (or give its ``round`` and ``node``): ``409`` when the run
+  waits for no decision or for one on another correction (a retried decision), ``400`` naming
+  what is wrong;
+* ``GET /healthz``: ``{"ok": true}`` and what is served; ``503`` with ``{"ok": false, "store":
+  "cannot write: ..."}`` while the store of runs cannot write (disk full, file locked, deleted),
+  when ``POST /runs`` is refused with a ``503`` too.
 
 Every refusal is ``{"error": "..."}`` with a 4xx status naming the problem (unknown routes and
 methods too); :class:`~searchain_graph.serve.guard.Guard` refuses foreign ``Host`` names (421),
@@ -59,6 +63,7 @@ from searchain_graph.serve.http import (
 )
 from searchain_graph.serve.page import app_page
 from searchain_graph.serve.runs import RunManager
+from searchain_graph.serve.store import RunStore
 from searchain_graph.viz import render_tree
 
 __all__ = ["MAX_BODY_BYTES", "create_app", "last_event_id"]
@@ -100,6 +105,7 @@ def create_app(
     token: str | None = None,
     db: str | Path | None = None,
     adopt_every_s: float = 5.0,
+    store: RunStore | None = None,
 ) -> Starlette:
     """The web app that answers questions with ``graph`` and draws each run's tree as it grows.
 
@@ -126,6 +132,9 @@ def create_app(
             database: each lists and follows every run, and takes over those of a replica that
             died. None keeps them in memory.
         adopt_every_s: With PostgreSQL, how often a replica looks for runs whose server died.
+        store: The store of runs for ``db``, opened already (``searchain serve`` opens it before
+            loading the model, so that a bad ``--db`` stops it at once); default: opened here.
+            The app closes it when it stops.
 
     Example:
         >>> app = create_app(create_searchain_graph(llm, retriever, reader))  # doctest: +SKIP
@@ -138,7 +147,7 @@ def create_app(
         keep=keep_runs,
         max_question_chars=max_question_chars,
         max_waiting=max_waiting,
-        store=open_run_store(db),
+        store=store if store is not None else open_run_store(db),
     )
     page = app_page(title=title, about=about, max_question_chars=max_question_chars, token=token)
 
@@ -146,6 +155,9 @@ def create_app(
         return HTMLResponse(page)
 
     async def health(request: Request) -> Response:
+        problem = await asyncio.to_thread(runs.store.health) if runs.store.durable else None
+        if problem is not None:
+            return JSONReply({"ok": False, "title": title, "about": about, "store": problem}, status_code=503)
         return JSONReply({"ok": True, "title": title, "about": about})
 
     async def start(request: Request) -> Response:
@@ -196,25 +208,27 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        saver, close_saver, adopting = None, None, None
-        if db is not None:
-            saver, close_saver = await open_checkpointer(db, max_size=max_concurrent + 4)
-            runs.graph = graph.copy(update={"checkpointer": saver})
-            recovered = await runs.restore()
-            if recovered:
-                logger.warning("%d run(s) in flight when a server last stopped: resumed or failed", len(recovered))
-            if runs.store.shared:  # replicas: take over the runs of one that dies
-                adopting = asyncio.create_task(runs.adopt_every(adopt_every_s), name="searchain adopt")
+        close_saver: Any = None
+        adopting: asyncio.Task[None] | None = None
+        try:
+            if db is not None:
+                saver, close_saver = await open_checkpointer(db, max_size=max_concurrent + 4)
+                runs.graph = graph.copy(update={"checkpointer": saver})
+                recovered = await runs.restore()
+                if recovered:
+                    logger.warning("%d run(s) in flight when a server last stopped: resumed or failed", len(recovered))
+                if runs.store.shared:  # replicas: take over the runs of one that dies
+                    adopting = asyncio.create_task(runs.adopt_every(adopt_every_s), name="searchain adopt")
+        except BaseException:
+            # A start that fails leaves nothing open: the checkpointer's connection thread (not a
+            # daemon) would keep the process alive, no longer listening, after uvicorn gives up.
+            with contextlib.suppress(Exception):
+                await _stop(runs, adopting, close_saver)
+            raise
         try:
             yield
         finally:
-            if adopting is not None:
-                adopting.cancel()
-                await asyncio.gather(adopting, return_exceptions=True)
-            await runs.close()
-            if close_saver is not None:
-                await close_saver()
-            runs.store.close()
+            await _stop(runs, adopting, close_saver)
 
     app = Starlette(
         routes=[
@@ -234,6 +248,21 @@ def create_app(
     app.state.runs = runs
     app.state.drain = runs.drain
     return app
+
+
+async def _stop(runs: RunManager, adopting: asyncio.Task[None] | None, close_saver: Any) -> None:
+    """Stop the runs, then close the checkpointer and the store: each step even when one before it fails."""
+    try:
+        if adopting is not None:
+            adopting.cancel()
+            await asyncio.gather(adopting, return_exceptions=True)
+        await runs.close()
+    finally:
+        try:
+            if close_saver is not None:
+                await close_saver()
+        finally:
+            runs.store.close()
 
 
 async def _sse(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:

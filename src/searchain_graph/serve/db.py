@@ -21,6 +21,7 @@ def open_run_store(db: str | Path | None) -> RunStore:
 
     Raises:
         ValueError: ``db`` is a URL of another database.
+        StoreOpenError: a SQLite file that cannot be used, or that another server holds (a ``ValueError``).
         ImportError: a PostgreSQL URL without ``langgraph-checkpoint-postgres`` installed.
     """
     if db is None:

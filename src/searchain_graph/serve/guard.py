@@ -14,6 +14,11 @@ A server on 127.0.0.1 is not reached by other machines, but it is by the user's 
 * **Other machines.** With a token, every request must carry it, as ``Authorization: Bearer
   TOKEN`` or as ``?token=TOKEN`` (what a browser's address bar and ``EventSource`` can send);
   else ``401``. ``searchain serve`` always has one when it listens beyond loopback.
+* **Framing (clickjacking).** A page elsewhere could show this one in a hidden frame and have the
+  user click its buttons (ask, accept a correction). Every response that passes the guard, its
+  refusals included, says it may not be framed: ``X-Frame-Options: DENY`` and
+  ``Content-Security-Policy: frame-ancestors 'none'`` (added to a policy the response already
+  has), :func:`deny_framing`.
 
 :func:`json_errors` makes every refusal of an app, its 404 and 405 and an unexpected failure
 included, the app's own JSON error body.
@@ -29,11 +34,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from starlette.datastructures import Headers, QueryParams
+from starlette.datastructures import Headers, MutableHeaders, QueryParams
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from searchain_graph.serve.http import BadRequest, shown
 
@@ -43,6 +48,7 @@ __all__ = [
     "Guard",
     "Refuse",
     "check_token",
+    "deny_framing",
     "host_name",
     "is_loopback",
     "json_errors",
@@ -56,6 +62,9 @@ TOKEN_PARAM = "token"
 """The query parameter that carries the token (``Authorization: Bearer`` does too)."""
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _TOKEN = re.compile(r"[A-Za-z0-9._~-]{16,256}")
+
+FRAME_ANCESTORS = "frame-ancestors 'none'"
+"""The Content-Security-Policy directive that forbids every page to frame a response."""
 
 Refuse = Callable[[int, str], Response]
 """An app's error reply: ``(status, message) -> Response`` in its own protocol."""
@@ -119,8 +128,21 @@ def check_token(token: str) -> str:
     return token
 
 
+def deny_framing(headers: MutableHeaders) -> None:
+    """Forbid framing: ``X-Frame-Options: DENY`` and ``frame-ancestors 'none'``, added to any CSP already set.
+
+    A policy that already names ``frame-ancestors`` is left as it is.
+    """
+    headers["x-frame-options"] = "DENY"
+    policy = headers.get("content-security-policy")
+    if policy is None or not policy.strip():
+        headers["content-security-policy"] = FRAME_ANCESTORS
+    elif "frame-ancestors" not in policy.lower():
+        headers["content-security-policy"] = f"{policy.strip().rstrip(';')}; {FRAME_ANCESTORS}"
+
+
 class Guard:
-    """ASGI middleware that refuses requests by their ``Host``, ``Origin`` and token (see the module).
+    """ASGI middleware: refuses requests by their ``Host``, ``Origin`` and token; forbids framing (see the module).
 
     Args:
         app: The app to guard.
@@ -138,16 +160,26 @@ class Guard:
         self.token = None if token is None else check_token(token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Pass the request on, or answer it with the refusal."""
-        problem = self.check(scope) if scope["type"] == "http" else None
-        if problem is None:
+        """Pass the request on, or answer it with the refusal; either reply forbids framing."""
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        status, message = problem
-        response = self.refuse(status, message)
+
+        async def send_unframed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                deny_framing(MutableHeaders(scope=message))
+            await send(message)
+
+        problem = self.check(scope)
+        if problem is None:
+            await self.app(scope, receive, send_unframed)
+            return
+        status, text = problem
+        response = self.refuse(status, text)
         if status == 401:
             response.headers["www-authenticate"] = "Bearer"
-        await response(scope, receive, send)
+        await response(scope, receive, send_unframed)
 
     def check(self, scope: Scope) -> tuple[int, str] | None:
         """``(status, message)`` for a request to refuse, or None for one to serve."""

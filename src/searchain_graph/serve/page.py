@@ -81,9 +81,12 @@ _SCRIPT = """
       "\u201d with f = " + fmt(r.f) + " > \u03b8 = " + fmt(r.theta) + ".";
     document.getElementById("review-passage").textContent = (r.passage.title ? r.passage.title + ": " : "") +
       r.passage.text;
-    panel.dataset.run = runId; panel.hidden = false; setState("review");
+    panel.dataset.run = runId; panel.dataset.review = r.id || ("round-" + r.round + "-node-" + r.node);
+    panel.hidden = false; setState("review");
   }
-  async function decide(value) {
+  async function decide(decision, answer) {
+    const value = {decision: decision, id: panel.dataset.review};
+    if (answer !== undefined) value.answer = answer;
     const headers = {"content-type": "application/json"};
     if (TOKEN) headers.authorization = "Bearer " + TOKEN;
     let reply, body;
@@ -98,7 +101,7 @@ _SCRIPT = """
   document.getElementById("accept").addEventListener("click", () => decide("accept"));
   document.getElementById("reject").addEventListener("click", () => decide("reject"));
   document.getElementById("edit").addEventListener("click",
-    () => decide({decision: "edit", answer: document.getElementById("edit-answer").value}));
+    () => decide("edit", document.getElementById("edit-answer").value));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     setState("running"); error.textContent = "";

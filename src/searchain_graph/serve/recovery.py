@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from searchain_graph.method.state import OUTPUT_KEYS
 from searchain_graph.serve.run import MAX_ERROR_CHARS, Run, tree_fragment
-from searchain_graph.serve.store import RunStore
+from searchain_graph.serve.store import RunStore, StoreWriteError
 
 __all__ = ["Recovery"]
 
@@ -51,9 +51,11 @@ class Recovery:
         graph's checkpointer holds its thread with steps still to run, it resumes from that
         checkpoint; when the thread is complete, the run is finished from its state; when no
         checkpoint was written, it starts again from its question (nothing was done that could be
-        lost). A run that cannot be read back is marked failed, with the reason. With a shared store
-        (PostgreSQL), only the runs whose thread no live replica holds are taken (:meth:`adopt`);
-        the others are read from the store when asked for.
+        lost). A run that cannot be read back is marked failed, with the reason. Every run not
+        finished is read back, however old (one paused for review waits for its decision as
+        before); of the finished ones, the newest ``keep``. With a shared store (PostgreSQL), only
+        the runs whose thread no live replica holds are taken (:meth:`adopt`); the others are read
+        from the store when asked for.
 
         Returns:
             The runs that were in flight, now resumed, finished or failed.
@@ -61,7 +63,7 @@ class Recovery:
         if self.store.shared:
             return await self.adopt()
         recovered = []
-        for stored in await asyncio.to_thread(self.store.load, self.keep + self.max_waiting):
+        for stored in await asyncio.to_thread(self.store.load, self.keep):
             run = Run.from_stored(stored)
             self._runs[run.id] = run
             if run.status == "review" and run.review is not None:
@@ -130,7 +132,13 @@ class Recovery:
             return
         resume = bool(values)
         note = "resumed from its last checkpoint after a restart" if resume else "restarted from its question"
-        await self._emit(run, "update", {"progress": note}, "queued")
+        try:
+            await self._emit(run, "update", {"progress": note}, "queued")
+        except StoreWriteError as exc:  # disk full, say: it stays stored in flight, for the next start
+            run.error = f"could not be resumed: {exc}"
+            await self._emit(run, "failed", {"error": run.error}, "error", persist=False)
+            await self._release(run.thread_id)
+            return
         run.task = asyncio.create_task(self._execute(run, resume=resume), name=f"searchain run {run.id}")
 
     async def _release(self, thread_id: str) -> None:

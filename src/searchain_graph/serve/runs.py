@@ -37,13 +37,15 @@ from searchain_graph.method.state import OUTPUT_KEYS
 from searchain_graph.serve.http import BadRequest, lone_surrogate
 from searchain_graph.serve.recovery import Recovery
 from searchain_graph.serve.run import MAX_ERROR_CHARS, STOPPED_DURABLE, Run, follow_store, tree_fragment, verdict_line
-from searchain_graph.serve.store import RunStore, StoredRun
+from searchain_graph.serve.store import RunStore, StoredRun, StoreWriteError
 from searchain_graph.viz.progress import progress_line
 
 __all__ = ["Run", "RunManager"]
 
 logger = logging.getLogger(__name__)
 
+ENDS = ("done", "failed", "review")
+"""The events after which a run waits for nothing more of its task: its end, or a pause for a person."""
 CLEANUP_GRACE_S = 5.0
 """How long :meth:`RunManager.close` waits for the pruning and checkpoint deletions under way."""
 
@@ -129,8 +131,16 @@ class RunManager(Recovery):
         run_id = uuid.uuid4().hex
         row = StoredRun(run_id, text, f"searchain-serve-{run_id}", time.time(), "queued")
         self.store.claim(row.thread_id)  # before the row exists: no other replica can adopt it
-        self.store.save(row)
+        self._save_new(row)
         return row
+
+    def _save_new(self, row: StoredRun) -> None:
+        """Write a new run's row; a store that cannot write refuses the run (503), its claim given up."""
+        try:
+            self.store.save(row)
+        except StoreWriteError as exc:
+            self.store.release(row.thread_id)
+            raise BadRequest(503, f"runs cannot be stored now ({exc}); try again later", {"retry-after": "5"}) from None
 
     def start(self, question: object, *, saved: StoredRun | None = None) -> Run:
         """Validate the question and start its run.
@@ -149,7 +159,7 @@ class RunManager(Recovery):
             run = Run(id=run_id, question=text, thread_id=f"searchain-serve-{run_id}")
             self.store.claim(run.thread_id)
             if self.store.durable:
-                self.store.save(run.stored())
+                self._save_new(run.stored())
         run_id = run.id
         self._runs[run_id] = run
         run.task = asyncio.create_task(self._execute(run), name=f"searchain run {run_id}")
@@ -165,17 +175,28 @@ class RunManager(Recovery):
         Returns:
             The run, resuming here.
 
+        A decision names the correction it answers (``"id"``, or ``"round"`` and ``"node"``), so
+        that a retried one never lands on the next correction, which nobody has seen.
+
         Raises:
             BadRequest: 409 when the run is not waiting for a decision (or another replica is
-                resuming it); 400 when ``value`` is not one
+                resuming it), or waits for one on another correction; 400 when ``value`` is not a
+                decision or names no correction
                 (:func:`~searchain_graph.method.review.review_decision` says why).
         """
-        from searchain_graph.method.review import review_decision
+        from searchain_graph.method.review import named_review, review_decision, review_id
 
         try:
             review_decision(value)
         except ValueError as exc:
             raise BadRequest(400, str(exc)) from None
+        named = named_review(value)
+        if named is None:
+            raise BadRequest(
+                400,
+                'a decision names the correction it answers: {"decision": ..., "id": ...} with the '
+                'review\'s "id" (or its "round" and "node")',
+            )
         if run.status != "review" or not await asyncio.to_thread(self.store.claim, run.thread_id):
             raise BadRequest(409, f"run {run.id} is not waiting for a review (it is {run.status})")
         if self.store.shared:
@@ -185,6 +206,10 @@ class RunManager(Recovery):
         if run.status != "review" or run.review is None:
             await self._release(run.thread_id)
             raise BadRequest(409, f"run {run.id} is not waiting for a review (it is {run.status})")
+        waiting = str(run.review.get("id") or review_id(run.review.get("round"), run.review.get("node")))
+        if named != waiting:
+            await self._release(run.thread_id)
+            raise BadRequest(409, f"the decision answers {named}, but run {run.id} waits for a decision on {waiting}")
         run.review = None
         run.status = "queued"
         run.task = asyncio.create_task(self._execute(run, decision=value), name=f"searchain run {run.id}")
@@ -272,11 +297,19 @@ class RunManager(Recovery):
                 run.status = status
             record = {"id": len(run.events), "event": event, "data": {"status": run.status, **data}}
             run.events.append(record)
-            if persist and self.store.durable:
-                # Off the event loop: a checkpointer on the same database commits from the loop.
-                row = run.stored() if changed or event in ("done", "failed") else None
-                await asyncio.to_thread(self._persist, run.id, row, record)
-            run.changed.notify_all()
+            try:
+                if persist and self.store.durable:
+                    # Off the event loop: a checkpointer on the same database commits from the loop.
+                    row = run.stored() if changed or event in ("done", "failed") else None
+                    await asyncio.to_thread(self._persist, run.id, row, record)
+            except StoreWriteError as exc:
+                if event not in ENDS:
+                    raise  # the run cannot go on unrecorded: it fails (_execute)
+                # Its end, unstored: readers are told all the same. The row still says it is in
+                # flight, so the next start takes it up again.
+                logger.warning("run %s: its %s event could not be stored (%s)", run.id, event, exc)
+            finally:
+                run.changed.notify_all()  # whatever happened: a reader waits for no event that came
 
     def _persist(self, run_id: str, row: StoredRun | None, record: dict[str, Any]) -> None:
         self.store.record(run_id, record, row)  # together: a run's "done" row never lacks its last event
@@ -352,6 +385,8 @@ class RunManager(Recovery):
             logger.exception("run %s failed", run.id)
             located = [n for n in getattr(exc, "__notes__", []) if n.startswith("SearChain step")]
             message = located[-1] if located else f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, StoreWriteError):
+                message = f"the run could not be stored: {exc}"
             run.error = message if len(message) <= MAX_ERROR_CHARS else message[: MAX_ERROR_CHARS - 1] + "…"
             await self._emit(run, "failed", {"error": run.error}, "error")
         finally:

@@ -2,9 +2,10 @@
 
 A run is its row (id, question, thread id, status, error, output) and its events, in order. The
 :class:`~searchain_graph.serve.runs.RunManager` writes the row when the run starts and whenever
-its status changes, and each event as it is emitted; on start it reads back the newest runs, so a
-restarted server lists past runs and redraws their trees, and finds the runs that were in flight
-when the process died (status ``queued`` or ``running``) to resume or fail them.
+its status changes, and each event as it is emitted; on start it reads back the newest finished
+runs and every run not finished, so a restarted server lists past runs and redraws their trees,
+finds the runs that were in flight when the process died (status ``queued`` or ``running``) to
+resume or fail them, and keeps those paused for review waiting.
 
 :class:`SqlRunStore` holds the SQL of both databases; :class:`SqliteRunStore` writes each change in
 its own transaction (WAL journal): a process killed mid-write leaves the previous state, never half
@@ -19,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -26,12 +29,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from searchain_graph._text import redacted_url
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "MemoryRunStore",
     "RunStore",
     "SqlRunStore",
     "SqliteRunStore",
     "Statement",
+    "StoreOpenError",
+    "StoreWriteError",
     "StoredRun",
     "Watch",
     "is_postgres_url",
@@ -57,6 +69,28 @@ CREATE TABLE IF NOT EXISTS searchain_run_events (
     PRIMARY KEY (run_id, seq)
 );
 """
+COLUMNS = {
+    "searchain_runs": ("id", "question", "thread_id", "created", "status", "error", "output"),
+    "searchain_run_events": ("run_id", "seq", "event", "data"),
+}
+"""The columns each table must have (a table of another program, or of another layout, lacks some)."""
+
+logger = logging.getLogger(__name__)
+
+
+class StoreOpenError(ValueError):
+    """``--db`` names no store this process can use.
+
+    No such directory, not a SQLite file, damaged, read-only, or held by another server: the
+    message is one line, naming the file and the reason.
+    """
+
+
+class StoreWriteError(RuntimeError):
+    """The store cannot write now (disk full, file locked, deleted or read-only).
+
+    The message says why, without the file's path (``/healthz`` shows it).
+    """
 
 
 @dataclass
@@ -148,7 +182,11 @@ class RunStore:
         return []
 
     def load(self, limit: int) -> list[StoredRun]:
-        """The newest ``limit`` runs with their events, oldest first."""
+        """The runs to read back at start, with their events, oldest first.
+
+        Every run not finished (in flight, or paused for review), however old, and the newest
+        ``limit`` finished ones.
+        """
         return []
 
     def rows(self, limit: int) -> list[StoredRun]:
@@ -198,6 +236,10 @@ class RunStore:
     def _give_up(self, thread_id: str) -> None:
         """Give ``thread_id`` back to the other processes (called with the claims lock held)."""
 
+    def health(self) -> str | None:
+        """None while the store can write; else why not (``/healthz`` shows it; no file path in it)."""
+        return None
+
     def close(self) -> None:
         """Release the store's resources."""
 
@@ -224,9 +266,41 @@ Statement = tuple[str, tuple[Any, ...]]
 
 
 def _row(values: Sequence[Any], events: list[dict[str, Any]] | None = None) -> StoredRun:
+    """The run a stored row holds.
+
+    Raises:
+        ValueError: the row cannot be read (not JSON, a created time that is no number, a field of another type).
+    """
     rid, question, thread_id, created, status, err, output = values
     parsed = json.loads(output) if output else None
+    if not isinstance(parsed, dict | None):
+        raise ValueError(f"its output is {type(parsed).__name__}, not an object")
+    if isinstance(created, str | bytes) or created is None:
+        raise ValueError(f"its created time {str(created)[:40]!r} is no number")
+    if not all(isinstance(v, str) for v in (rid, question, thread_id, status)) or not isinstance(err, str | None):
+        raise ValueError("a field is not text")
     return StoredRun(rid, question, thread_id, float(created), status, err, parsed, events or [])
+
+
+def _readable(values: Sequence[Any]) -> StoredRun | None:
+    """The run a stored row holds, or None (with a warning naming it) when the row cannot be read."""
+    try:
+        return _row(values)
+    except (ValueError, TypeError) as exc:
+        logger.warning("stored run %s is left out: its row cannot be read (%s)", str(values[0])[:80], exc)
+        return None
+
+
+def _event(seq: Any, name: Any, data: Any) -> dict[str, Any]:
+    """One stored event.
+
+    Raises:
+        ValueError: it cannot be read (its data not a JSON object).
+    """
+    parsed = json.loads(data)
+    if not isinstance(parsed, dict) or not isinstance(name, str):
+        raise ValueError(f"event {seq} is not an event (its data is {type(parsed).__name__})")
+    return {"id": int(seq), "event": name, "data": parsed}
 
 
 class SqlRunStore(RunStore):
@@ -294,60 +368,102 @@ class SqlRunStore(RunStore):
     def rows(self, limit: int) -> list[StoredRun]:
         """The newest ``limit`` runs (by creation time), newest first, without events."""
         found = self._run(f"SELECT {ROW} FROM searchain_runs ORDER BY created DESC LIMIT %s", (max(0, int(limit)),))
-        return [_row(values) for values in found]
+        return [run for run in map(_readable, found) if run is not None]
 
     def events_after(self, run_id: str, seq: int) -> list[dict[str, Any]]:
-        """The run's events numbered above ``seq``, in order."""
+        """The run's events numbered above ``seq``, in order.
+
+        Raises:
+            ValueError: an event cannot be read.
+        """
         found = self._run(
             "SELECT seq, event, data FROM searchain_run_events WHERE run_id = %s AND seq > %s ORDER BY seq",
             (run_id, int(seq)),
         )
-        return [{"id": int(n), "event": name, "data": json.loads(data)} for n, name, data in found]
+        return [_event(n, name, data) for n, name, data in found]
 
-    def load(self, limit: int) -> list[StoredRun]:
-        """The newest ``limit`` runs (by creation time), oldest first, each with its events."""
-        runs = list(reversed(self.rows(limit)))
-        for run in runs:
+    def _with_events(self, run: StoredRun) -> StoredRun | None:
+        """``run`` with its events, or None (with a warning naming it) when one cannot be read."""
+        try:
             run.events = self.events_after(run.id, -1)
-        return runs
-
-    def get_row(self, run_id: str) -> StoredRun | None:
-        """One run without its events, or None."""
-        found = self._run(f"SELECT {ROW} FROM searchain_runs WHERE id = %s", (run_id,))
-        return _row(found[0]) if found else None
-
-    def get(self, run_id: str) -> StoredRun | None:
-        """One run with its events, or None."""
-        run = self.get_row(run_id)
-        if run is not None:
-            run.events = self.events_after(run_id, -1)
+        except (ValueError, TypeError) as exc:
+            logger.warning("stored run %s is left out: its events cannot be read (%s)", run.id[:80], exc)
+            return None
         return run
 
+    def load(self, limit: int) -> list[StoredRun]:
+        """Every run not finished and the newest ``limit`` finished ones, oldest first, with their events.
+
+        A run whose row or events cannot be read is left out, with a warning naming it.
+        """
+        found = self._run(
+            f"SELECT {ROW} FROM searchain_runs WHERE status NOT IN ('done', 'error') OR id IN (SELECT id FROM "
+            "searchain_runs WHERE status IN ('done', 'error') ORDER BY created DESC LIMIT %s) ORDER BY created",
+            (max(0, int(limit)),),
+        )
+        runs = (run for run in map(_readable, found) if run is not None)
+        return [loaded for loaded in map(self._with_events, runs) if loaded is not None]
+
+    def get_row(self, run_id: str) -> StoredRun | None:
+        """One run without its events, or None (also when its row cannot be read: a warning says so)."""
+        found = self._run(f"SELECT {ROW} FROM searchain_runs WHERE id = %s", (run_id,))
+        return _readable(found[0]) if found else None
+
+    def get(self, run_id: str) -> StoredRun | None:
+        """One run with its events, or None (also when they cannot be read: a warning says so)."""
+        run = self.get_row(run_id)
+        return None if run is None else self._with_events(run)
+
     def in_flight(self) -> list[StoredRun]:
-        """The runs stored as ``queued`` or ``running``, oldest first, without events."""
+        """The runs stored as ``queued`` or ``running``, oldest first, without events (unreadable ones left out)."""
         found = self._run(f"SELECT {ROW} FROM searchain_runs WHERE status IN ('queued', 'running') ORDER BY created")
-        return [_row(values) for values in found]
+        return [run for run in map(_readable, found) if run is not None]
 
 
 class SqliteRunStore(SqlRunStore):
-    """Runs and their events in a SQLite file (one process: its claims are the process's own).
+    """Runs and their events in a SQLite file, which one server uses at a time.
+
+    Opening it checks the file before anything else is loaded: its directory exists; it is a file
+    this process may write (or is created); it is a SQLite database whose pages read back whole
+    (``PRAGMA quick_check``); its tables, when present, have the columns written here. Then the
+    process takes an exclusive lock (``flock``) on ``FILE.lock`` beside it, held until :meth:`close`
+    or the process ends (a killed process's lock goes with it): a second server on the same file is
+    refused, rather than resuming the first one's live runs a second time. Its claims on threads
+    are then the process's own.
+
+    A write that fails because of the database (disk full, the file locked by another program,
+    deleted or replaced, read-only) raises :class:`StoreWriteError`, and :meth:`health` says why
+    until a write succeeds again.
 
     Args:
         path: The database file (created with its tables when missing).
+        timeout: Seconds a write waits for a lock that another connection holds before it fails.
 
     Raises:
-        sqlite3.DatabaseError: ``path`` is not a SQLite database.
+        StoreOpenError: ``path`` cannot be used: its directory is missing, it is a directory, it is
+            read-only, not a SQLite database or damaged, its tables are another program's, or
+            another server holds it. One line, naming the file.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
         super().__init__()
         self.path = Path(path)
+        self.timeout = timeout
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self._conn.executescript(SCHEMA)
+        self._write_error: str | None = None
+        _check_path(self.path)
+        self._where = Path(os.path.abspath(self.path))
+        self._lock_file = _hold(self.path)
+        try:
+            self._conn = _connect(self.path, timeout)
+            try:
+                self._identity = _identity(self._where)
+            except OSError:  # ":memory:", say
+                self._conn.close()
+                raise StoreOpenError(f"--db {path}: names no file (the runs are kept in a file)") from None
+        except BaseException:
+            self._lock_file.close()
+            raise
 
     def _run(self, sql: str, params: Sequence[Any] = (), *, write: bool = False) -> list[tuple[Any, ...]]:
         if write:
@@ -359,23 +475,199 @@ class SqliteRunStore(SqlRunStore):
         self._transaction(statements)
 
     def _transaction(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
-        """Run ``statements`` in one transaction; the rows the last one returns."""
+        """Run ``statements`` in one transaction; the rows the last one returns.
+
+        Raises:
+            StoreWriteError: the database cannot write (the transaction is rolled back).
+            sqlite3.IntegrityError: a statement was refused (a constraint, a trigger).
+        """
         found: list[tuple[Any, ...]] = []
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            changes = self._conn.total_changes
             try:
-                for sql, params in statements:
-                    found = self._conn.execute(sql.replace("%s", "?"), params).fetchall()
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+                self._same_file()
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for sql, params in statements:
+                        found = self._conn.execute(sql.replace("%s", "?"), params).fetchall()
+                    self._conn.execute("COMMIT")  # may fail too (disk full): rolled back below
+                except BaseException:
+                    if self._conn.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            self._conn.execute("ROLLBACK")
+                    raise
+            except (sqlite3.OperationalError, OSError) as exc:
+                raise self._cannot_write(exc) from exc
+            except sqlite3.DatabaseError as exc:
+                if type(exc) is not sqlite3.DatabaseError:  # IntegrityError and kin: the statement's own fault
+                    raise
+                raise self._cannot_write(exc) from exc  # "database disk image is malformed"
+            # Cleared by a transaction that wrote something: one that changes nothing writes nothing.
+            if self._conn.total_changes != changes:
+                self._write_error = None
             return found
 
+    def _cannot_write(self, exc: BaseException) -> StoreWriteError:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        self._write_error = f"cannot write: {reason}"
+        return StoreWriteError(self._write_error)
+
+    def _same_file(self) -> None:
+        """Raise :class:`StoreWriteError` when the file was deleted or replaced since it was opened."""
+        try:
+            now: tuple[int, int] | None = _identity(self._where)
+        except OSError:
+            now = None
+        if now != self._identity:
+            self._write_error = (
+                "cannot write: the database file was deleted or replaced while the server ran (restart the server)"
+            )
+            raise StoreWriteError(self._write_error)
+
+    def health(self) -> str | None:
+        """None while the store can write; else why not.
+
+        After a failed write, a small write (a row written and deleted in one transaction, waiting
+        at most a second for a lock) tells whether it can write again.
+        """
+        try:
+            self._same_file()
+        except StoreWriteError as exc:
+            return str(exc)
+        if self._write_error is not None and self._lock.acquire(timeout=PROBE_WAIT_S):
+            try:
+                self._probe()
+            finally:
+                self._lock.release()
+        return self._write_error
+
+    def _probe(self) -> None:
+        """Write and delete one row, in one transaction (called with the lock held)."""
+        conn = self._conn
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(PROBE_WAIT_S * 1000)}")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(f"INSERT INTO searchain_runs ({ROW}) VALUES (?, '', '', 0, 'probe', NULL, NULL)", (PROBE,))
+                conn.execute("DELETE FROM searchain_runs WHERE id = ?", (PROBE,))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            self._write_error = f"cannot write: {exc}"
+        else:
+            self._write_error = None
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection and give up the file's lock."""
         with self._lock:
             self._conn.close()
+            self._lock_file.close()
+
+
+PROBE = "searchain-health-probe"
+"""The id of the row :meth:`SqliteRunStore.health` writes and deletes to learn whether it can write again."""
+PROBE_WAIT_S = 1.0
+"""How long that probe waits for a lock."""
+
+
+def _check_path(path: Path) -> None:
+    """Refuse a path that cannot be a database this process writes (see :class:`SqliteRunStore`)."""
+    if str(path) == ":memory:":
+        raise StoreOpenError(f"--db {path}: names no file (the runs are kept in a file)")
+    if path.is_dir():
+        raise StoreOpenError(f"--db {path}: is a directory, not a SQLite file")
+    parent = path.parent
+    if not parent.is_dir():
+        raise StoreOpenError(f"--db {path}: no such directory: {parent}")
+    if path.exists():
+        if not path.is_file():
+            raise StoreOpenError(f"--db {path}: is not a regular file")
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise StoreOpenError(f"--db {path}: the file is read-only for this user (every run is written to it)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise StoreOpenError(f"--db {path}: cannot create files in {parent} (SQLite keeps its journal beside the file)")
+
+
+def _hold(path: Path) -> Any:
+    """Open ``PATH.lock`` and take its exclusive lock for this process; the open file (closing it gives the lock up).
+
+    Raises:
+        StoreOpenError: another process holds it, or it cannot be created.
+    """
+    where = Path(os.path.realpath(path))
+    lock_path = where.with_name(where.name + ".lock")
+    try:
+        handle = open(lock_path, "a+")  # noqa: SIM115 - held for the store's life, closed by close()
+    except OSError as exc:
+        raise StoreOpenError(f"--db {path}: cannot create its lock file {lock_path}: {exc.strerror}") from None
+    if fcntl is None:  # no flock (Windows): one server per file is the operator's to keep
+        return handle
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read(20).strip()
+        handle.close()
+        who = f" (process {holder})" if holder.isdigit() else ""
+        raise StoreOpenError(
+            f"--db {path}: another server uses this file{who}; one server per SQLite file (several need PostgreSQL)"
+        ) from None
+    except OSError as exc:  # a file system without locks: go on, unguarded
+        logger.warning("--db %s: cannot lock %s (%s): nothing stops a second server on it", path, lock_path, exc)
+        return handle
+    handle.truncate(0)
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    found = os.stat(path)
+    return found.st_dev, found.st_ino
+
+
+def _lenient_text(data: bytes) -> str:
+    # A value another program wrote that is not UTF-8 is read with U+FFFD, rather than failing the whole read.
+    return data.decode("utf-8", "replace")
+
+
+def _connect(path: Path, timeout: float) -> sqlite3.Connection:
+    """A connection to the database at ``path``, checked whole and with its tables (see :class:`SqliteRunStore`)."""
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=timeout)
+    try:
+        conn.text_factory = _lenient_text
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        damage = conn.execute("PRAGMA quick_check(1)").fetchone()
+        if damage is None or damage[0] != "ok":
+            raise StoreOpenError(f"--db {path}: the database is damaged ({damage[0] if damage else 'unreadable'})")
+        conn.executescript(SCHEMA)
+        for table, wanted in COLUMNS.items():
+            have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            missing = [column for column in wanted if column not in have]
+            if missing:
+                raise StoreOpenError(
+                    f"--db {path}: its table {table} lacks the column(s) {', '.join(missing)}: another program's "
+                    "database, or another layout"
+                )
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        raise StoreOpenError(f"--db {path}: cannot be opened ({exc})") from None
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StoreOpenError(f"--db {path}: not a SQLite database, or a damaged one ({exc})") from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def is_postgres_url(db: str | Path | None) -> bool:
@@ -384,12 +676,8 @@ def is_postgres_url(db: str | Path | None) -> bool:
 
 
 def shown_url(url: str) -> str:
-    """``url`` with its password hidden, as logs and errors show it."""
-    scheme, sep, rest = url.partition("://")
-    credentials, at, host = rest.rpartition("@")
-    if not sep or not at or ":" not in credentials:
-        return repr(url[:200])
-    return repr(f"{scheme}://{credentials.split(':', 1)[0]}:…@{host}"[:200])
+    """``url`` with its password hidden (:func:`~searchain_graph._text.redacted_url`), as logs and errors show it."""
+    return repr(redacted_url(url)[:200])
 
 
 async def open_sqlite_checkpointer(path: str | Path) -> Any:
@@ -411,7 +699,12 @@ async def open_sqlite_checkpointer(path: str | Path) -> Any:
     # runs of the in-process restart test, 0 of 16 in autocommit). The one write of several
     # statements, a task's writes, is made one transaction by AtomicSqliteSaver.
     conn = await aiosqlite.connect(str(path), timeout=30, isolation_level=None)
-    await conn.execute("PRAGMA journal_mode=WAL")
-    saver = AtomicSqliteSaver(conn)
-    await saver.setup()
+    try:
+        await conn.execute("PRAGMA journal_mode=WAL")
+        saver = AtomicSqliteSaver(conn)
+        await saver.setup()
+    except BaseException:
+        # Closed: its thread (not a daemon) would keep a process that failed to start alive.
+        await conn.close()
+        raise
     return saver

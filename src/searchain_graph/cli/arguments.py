@@ -1,0 +1,58 @@
+"""Argument types for counts and sizes: a value out of range is argparse's error, naming the flag.
+
+``type=positive_int`` makes ``--limit -1`` end as ``searchain eval: error: argument --limit: must be
+at least 1, got -1`` (exit status 2) before the command does any work, where a bare ``int`` would
+let Python's slicing read -1 as "all but the last".
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["non_negative_float", "non_negative_int", "positive_float", "positive_int"]
+
+
+def _int_at_least(text: str, low: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+    return value
+
+
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """A count that must be 1 or more (questions, workers, runs at once, tokens)."""
+    return _int_at_least(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """A count that may be 0 (questions skipped)."""
+    return _int_at_least(text, 0)
+
+
+def positive_float(text: str) -> float:
+    """A finite amount above 0 (seconds of a timeout)."""
+    value = _float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A finite amount of 0 or more (seconds of grace)."""
+    value = _float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+    return value
