@@ -28,7 +28,8 @@ from searchain_graph import create_searchain_graph
 from searchain_graph.serve import create_app
 from searchain_graph.serve.db import open_run_store
 from searchain_graph.serve.runs import RunManager
-from searchain_graph.serve.store import SqliteRunStore, StoredRun, StoreOpenError, open_sqlite_checkpointer
+from searchain_graph.serve.sqlite_store import SqliteRunStore, open_sqlite_checkpointer
+from searchain_graph.serve.store import StoredRun, StoreOpenError
 from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tree_llm
 from tests.helpers import assert_prune_keeps_the_newest_finished, assert_run_ends_are_whole, read_events
 

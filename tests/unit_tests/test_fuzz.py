@@ -563,3 +563,78 @@ def test_any_review_decision_is_taken_whole_or_refused_leaving_the_correction_an
     decided = runs.graph.get_state(config).values["reviews"][pause.value["id"]]
     assert {k: v for k, v in decided.items() if k not in ("round", "node")} == expected.record()
     assert "__interrupt__" in out or out["tree"][0]["checks"][1]["review"] == expected.record()
+
+
+# -- results files cut anywhere ----------------------------------------------------------------
+result_record = st.fixed_dictionaries(
+    {
+        "qid": st.text(max_size=6),
+        "method": st.sampled_from(["searchain", "ircot", "cot"]),
+        "answer": st.text(max_size=12),
+    }
+)
+
+
+@FUZZ
+@given(st.lists(result_record, min_size=1, max_size=4), st.data())
+def test_a_results_file_cut_at_any_byte_reads_as_its_whole_records(records: list[dict[str, str]], data: Any) -> None:
+    """A run killed at any byte, inside a UTF-8 character too: every whole record is read, and kept on resume."""
+    from searchain_graph.evaluation.harness import _drop_torn_tail, read_records
+
+    lines = [json.dumps(r, ensure_ascii=False).encode("utf-8") for r in records]
+    blob = b"\n".join(lines) + b"\n"
+    cut = data.draw(st.integers(0, len(blob)), label="cut")
+    kept, end = 0, 0
+    for line in lines:  # a cut record never parses; one cut only before its newline is whole
+        end += len(line)
+        if end > cut:
+            break
+        kept += 1
+        end += 1
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "results.jsonl"
+        path.write_bytes(blob[:cut])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            assert read_records(path) == records[:kept]
+            _drop_torn_tail(path)  # what a resumed run does before it appends
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"qid": "next"}) + "\n")
+            assert read_records(path) == [*records[:kept], {"qid": "next"}]
+
+
+# -- a remote index's replies --------------------------------------------------------------------
+hit = st.fixed_dictionaries(
+    {"text": st.one_of(st.text(max_size=30), json_value)},
+    optional={
+        "title": st.one_of(st.text(max_size=10), json_value),
+        "pid": json_value,
+        "score": st.one_of(st.floats(), st.sampled_from([float("nan"), float("inf")])),
+        "extra": json_value,
+    },
+)
+reply_body = st.one_of(
+    st.fixed_dictionaries({"topk": st.lists(hit, max_size=4)}).map(lambda r: json.dumps(r).encode()),
+    hostile_json.map(lambda text: f'{{"topk": [{{"text": "t", "meta": {text}}}]}}'.encode()),
+    hostile_json.map(str.encode),
+    st.binary(max_size=60),
+    st.text(max_size=60).map(lambda t: t.encode("utf-8", "surrogatepass")),
+)
+
+
+@FUZZ
+@given(reply_body, st.sampled_from(["application/json", "text/html; charset=utf-8", ""]))
+def test_any_reply_of_a_remote_index_gives_documents_or_the_error_naming_the_url(body: bytes, kind: str) -> None:
+    """Passages whose metadata the package holds as strict JSON, or the error naming the URL (not its password)."""
+    from searchain_graph.ir.remote import RemoteRetrievalError, RemoteRetriever
+    from searchain_graph.method.calls import doc_dict
+
+    remote = RemoteRetriever(url="http://reader:secret@127.0.0.1:9/")
+    try:
+        docs = remote._documents(body, kind, 3)
+    except RemoteRetrievalError as error:
+        assert "127.0.0.1:9" in str(error) and "secret" not in str(error)
+        return
+    assert len(docs) <= 3 and all(isinstance(d.page_content, str) for d in docs)
+    for doc in docs:
+        json.dumps(doc_dict(doc), allow_nan=False)

@@ -329,7 +329,7 @@ def test_a_run_finishes_and_checkpoints(name: str) -> None:
 @pytest.mark.parametrize("name", ["nan", "float32", "int64", "datetime", "deep", "non-str keys"])
 def test_an_async_run_with_the_sqlite_saver_checkpoints(name: str, tmp_path: Path) -> None:
     pytest.importorskip("langgraph.checkpoint.sqlite")
-    from searchain_graph.serve.store import open_sqlite_checkpointer
+    from searchain_graph.serve.sqlite_store import open_sqlite_checkpointer
 
     async def scenario() -> tuple[Any, Any]:
         saver = await open_sqlite_checkpointer(tmp_path / "checkpoints.sqlite")
@@ -384,7 +384,7 @@ def served(
     from starlette.testclient import TestClient
 
     from searchain_graph.serve import create_app
-    from searchain_graph.serve.store import SqliteRunStore
+    from searchain_graph.serve.sqlite_store import SqliteRunStore
     from tests.helpers import read_events
 
     db = tmp_path / "runs.sqlite"

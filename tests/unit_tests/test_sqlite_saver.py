@@ -19,7 +19,7 @@ pytest.importorskip("langgraph.checkpoint.sqlite")
 from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver  # noqa: E402
 
-from searchain_graph.serve.store import open_sqlite_checkpointer  # noqa: E402
+from searchain_graph.serve.sqlite_store import open_sqlite_checkpointer  # noqa: E402
 
 WRITES = [("messages", [{"role": "assistant", "content": "[Query 1]: Who?"}]), ("chain", [1, 2]), ("boom", 1)]
 REFUSE = (

@@ -40,7 +40,8 @@ from searchain_graph.cli import serve as cli_serve
 from searchain_graph.cli.main import main
 from searchain_graph.serve import create_app
 from searchain_graph.serve.runs import RunManager
-from searchain_graph.serve.store import SqliteRunStore, StoredRun, StoreOpenError
+from searchain_graph.serve.sqlite_store import SqliteRunStore
+from searchain_graph.serve.store import StoredRun, StoreOpenError
 from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tree_llm
 from tests.helpers import read_events
 
@@ -105,7 +106,7 @@ def test_a_second_server_on_one_sqlite_file_is_refused_before_its_model_loads(
         [
             sys.executable,
             "-c",
-            "import sys; from searchain_graph.serve.store import SqliteRunStore; "
+            "import sys; from searchain_graph.serve.sqlite_store import SqliteRunStore; "
             "store = SqliteRunStore(sys.argv[1]); print('held', flush=True); sys.stdin.read()",
             str(db),
         ],

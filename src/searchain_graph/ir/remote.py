@@ -22,21 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import errno
 import json
 import os
 import random
-import ssl
 import threading
 import time
 import weakref
-import zlib
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Self
 
-import httpcore
 import httpx
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -44,29 +40,20 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, PrivateAttr, ValidationInfo, field_validator
 
 from searchain_graph._text import redacted_url
+from searchain_graph.ir.bounded_replies import (
+    ACCEPTED_ENCODINGS,
+    DEADLINE,
+    MAX_REPLY_BYTES,
+    RemoteRetrievalError,
+    ReplyBody,
+    StatusError,
+    sync_transport,
+)
 
 __all__ = ["MAX_K", "MAX_REPLY_BYTES", "RemoteRetrievalError", "RemoteRetriever", "is_url"]
 
 MAX_K = 100
 """The most passages a ColBERTv2 server returns per query (the reference server's cap)."""
-
-MAX_REPLY_BYTES = 32 * 1024 * 1024
-"""The default bound on a reply's size, inflated (``RemoteRetriever.max_reply_bytes``): 32 MiB.
-
-A reply of :data:`MAX_K` passages of 10,000 characters each is about 1 MB; a bigger one is not a
-search result. The bound holds while the reply is read, before it is parsed: a compressed reply
-that inflates beyond it (a "zip bomb") is stopped there.
-"""
-
-_ERROR_PREVIEW = 4096
-"""The most bytes read of a failed reply's body (an HTTP error): its start goes in the message."""
-
-_ACCEPTED_ENCODINGS = "gzip, deflate"
-"""The ``Accept-Encoding`` sent: the encodings a reply is inflated from under the size bound."""
-
-
-class RemoteRetrievalError(RuntimeError):
-    """The retrieval server failed, was unreachable after the retries, or did not speak the protocol."""
 
 
 def is_url(text: str) -> bool:
@@ -80,177 +67,10 @@ def _valid_k(k: int) -> int:
     return k
 
 
-class _StatusError(Exception):
-    """An HTTP error reply (not 2xx): its status and the start of its body."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(f"HTTP {status}: {detail}")
-        self.status, self.detail = status, detail
-
-
 def _transient(error: BaseException) -> bool:
     if isinstance(error, httpx.TransportError):  # connection refused or reset, closed mid-reply, timeouts
         return True
-    return isinstance(error, _StatusError) and (error.status == 429 or error.status >= 500)
-
-
-_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("searchain_remote_deadline", default=None)
-"""When the sync query running in this thread must end (``time.monotonic()``), read by :class:`_DeadlineStream`."""
-
-
-def _left(timeout: float | None) -> float | None:
-    """``timeout`` cut to the time left before the running sync query's deadline (1 ms at least)."""
-    deadline = _DEADLINE.get()
-    if deadline is None:
-        return timeout
-    left = max(deadline - time.monotonic(), 0.001)
-    return left if timeout is None else min(timeout, left)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    """A connection whose every wait (read, write, TLS handshake) ends by the query's deadline.
-
-    httpx's timeouts bound each wait of the network, not a whole exchange: a server sending a
-    byte every half second never lets a read time out, and a reply can take hours. Here each wait
-    is cut to the time left, so a sync query ends when its timeout runs out, whatever the server
-    does (async queries run under ``asyncio.timeout``).
-    """
-
-    def __init__(self, stream: httpcore.NetworkStream) -> None:
-        self._stream = stream
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, _left(timeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, _left(timeout))
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def start_tls(
-        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, _left(timeout)))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
-
-
-class _DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's network backend with connections that end their waits by the deadline (:class:`_DeadlineStream`)."""
-
-    def __init__(self, backend: httpcore.NetworkBackend) -> None:
-        self._backend = backend
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._backend.connect_tcp(host, port, _left(timeout), local_address, socket_options))
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._backend.connect_unix_socket(path, _left(timeout), socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._backend.sleep(seconds)
-
-
-def _sync_transport(limits: httpx.Limits) -> httpx.HTTPTransport:
-    """The httpx transport, its connections ending their waits by the query's deadline (:class:`_DeadlineBackend`).
-
-    httpx takes no network backend: it is set on the transport's pool (httpx 0.28, httpcore 1.0).
-    Were that pool to change, queries would still end by their deadline give or take one wait:
-    the body is checked against it as it arrives.
-    """
-    transport = httpx.HTTPTransport(limits=limits)
-    pool = getattr(transport, "_pool", None)
-    backend = getattr(pool, "_network_backend", None)
-    if isinstance(backend, httpcore.NetworkBackend):
-        pool._network_backend = _DeadlineBackend(backend)  # type: ignore[union-attr]
-    return transport
-
-
-class _Body:
-    """A reply's body as it arrives: inflated as its ``Content-Encoding`` says, and bounded.
-
-    A 2xx reply beyond ``cap`` bytes, inflated, raises :class:`RemoteRetrievalError`; of an error
-    reply only the start is kept (:data:`_ERROR_PREVIEW`). Inflating is bounded too (``zlib``'s
-    ``max_length``): a compressed reply never takes more memory than the bound, whatever it
-    would inflate to.
-    """
-
-    def __init__(self, shown: str, response: httpx.Response, cap: int, deadline: float) -> None:
-        self.shown, self.cap, self.deadline = shown, cap, deadline
-        self.ok = response.is_success
-        self.limit = cap if self.ok else _ERROR_PREVIEW
-        self.parts: list[bytes] = []
-        self.size = 0
-        encoding = response.headers.get("content-encoding", "")
-        codings = [c.strip().lower() for c in encoding.split(",") if c.strip().lower() not in ("", "identity")]
-        self.zlib: Any = None
-        self.deflate = codings == ["deflate"]  # zlib-wrapped, or raw as some servers send it (as httpx reads it)
-        if codings in (["gzip"], ["x-gzip"]):
-            self.zlib = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        elif self.deflate:
-            self.zlib = zlib.decompressobj()
-        elif codings and self.ok:
-            raise RemoteRetrievalError(f"{shown} answered in an encoding not asked for: Content-Encoding {encoding}")
-        elif codings:  # an error reply in an encoding not asked for: its status says it
-            self.limit = 0
-
-    def feed(self, raw: bytes) -> bool:
-        """Take the next part of the raw body; True once no more is wanted (an error reply's start)."""
-        if time.monotonic() > self.deadline:  # each wait ends by the deadline; this ends the reply too
-            raise httpx.ReadTimeout("the reply was not whole when the timeout ran out")
-        while raw:
-            if self.zlib is None:
-                out, raw = raw, b""
-            else:
-                try:
-                    out = self.zlib.decompress(raw, self.limit - self.size + 1)  # never more than the bound
-                except zlib.error as error:
-                    if self.deflate and not self.size and not self.zlib.unused_data:
-                        self.zlib, self.deflate = zlib.decompressobj(-zlib.MAX_WBITS), False
-                        continue
-                    if not self.ok:
-                        return True
-                    raise RemoteRetrievalError(f"{self.shown} sent a reply that does not inflate: {error}") from None
-                raw = self.zlib.unconsumed_tail
-            if self._add(out):
-                return True
-        return False
-
-    def _add(self, out: bytes) -> bool:
-        if self.size + len(out) > self.limit:
-            if not self.ok:
-                self.parts.append(out[: self.limit - self.size])
-                return True
-            raise RemoteRetrievalError(
-                f"{self.shown} answered more than the limit of {self.cap:,} bytes (max_reply_bytes)"
-            )
-        self.size += len(out)
-        self.parts.append(out)
-        return False
-
-    def end(self, response: httpx.Response) -> bytes:
-        """The whole body (:class:`_StatusError` for an error reply)."""
-        if self.zlib is not None and self.ok:
-            try:
-                self._add(self.zlib.flush())
-            except zlib.error as error:
-                raise RemoteRetrievalError(f"{self.shown} sent a reply that does not inflate: {error}") from None
-        body = b"".join(self.parts)
-        if not self.ok:
-            text = " ".join(body.decode("utf-8", "replace").split())[:200]
-            raise _StatusError(response.status_code, text or response.reason_phrase or "no body")
-        return body
+    return isinstance(error, StatusError) and (error.status == 429 or error.status >= 500)
 
 
 def _refused(error: BaseException) -> bool:
@@ -388,7 +208,7 @@ class _Clients:
         if entry is None or entry[0].is_closed:
             with self._lock:
                 if self._sync is None or self._sync[0].is_closed:
-                    client = httpx.Client(transport=_sync_transport(_limits(connections)))
+                    client = httpx.Client(transport=sync_transport(_limits(connections)))
                     self._sync = (client, threading.Semaphore(connections))
                     # a retriever dropped unclosed still closes its sockets (no ResourceWarning)
                     self._closer = weakref.finalize(self, client.close)
@@ -496,7 +316,7 @@ class RemoteRetriever(BaseRetriever):
     max_connections: int = 100
     """Connections open at once per client (read as it opens); more queries wait. An idle one stays open 4 s."""
     max_reply_bytes: int = MAX_REPLY_BYTES
-    """The most bytes of a reply, inflated (:data:`MAX_REPLY_BYTES`); a bigger one raises at once."""
+    """The most bytes of a reply, inflated (``MAX_REPLY_BYTES``, 32 MiB); a bigger one raises at once."""
 
     model_config = ConfigDict(hide_input_in_errors=True)  # a URL refused is not echoed, password and all
     _clients: _Clients = PrivateAttr(default_factory=_Clients)
@@ -567,7 +387,7 @@ class RemoteRetriever(BaseRetriever):
         url = httpx.URL(self.url)
         payload = {"query": query, "k": k}
         request: dict[str, Any] = {"json": payload} if self.post else {"params": payload}
-        request["headers"] = {"Accept-Encoding": _ACCEPTED_ENCODINGS}
+        request["headers"] = {"Accept-Encoding": ACCEPTED_ENCODINGS}
         request["timeout"] = httpx.Timeout(max(deadline - time.monotonic(), 0.001))
         if url.userinfo:
             request["auth"] = httpx.BasicAuth(url.username, url.password)
@@ -588,7 +408,7 @@ class RemoteRetriever(BaseRetriever):
             if time.monotonic() + delay < deadline:
                 return delay
         shown, tries = self.shown_url, f" after {attempt} tries" if attempt > 1 else ""
-        if isinstance(error, _StatusError):
+        if isinstance(error, StatusError):
             message = f"{shown} answered HTTP {error.status}{tries}: {error.detail}"
         elif isinstance(error, httpx.TransportError):
             message = _unreachable(shown, error, self.timeout, tries)
@@ -619,19 +439,19 @@ class RemoteRetriever(BaseRetriever):
 
     def _try(self, query: str, k: int, deadline: float) -> tuple[bytes, str]:
         """One sync try: the whole body of a 2xx reply and its content type."""
-        token = _DEADLINE.set(deadline)  # every wait of the connection ends by then (_DeadlineStream)
+        token = DEADLINE.set(deadline)  # every wait of the connection ends by then (DeadlineStream)
         try:
             with (
                 self._clients.sync(self.max_connections, max(deadline - time.monotonic(), 0.0)) as client,
                 client.stream(**self._request(query, k, deadline)) as response,
             ):
-                body = _Body(self.shown_url, response, self.max_reply_bytes, deadline)
+                body = ReplyBody(self.shown_url, response, self.max_reply_bytes, deadline)
                 for raw in response.iter_raw():
                     if body.feed(raw):
                         break
                 return body.end(response), response.headers.get("content-type", "")
         finally:
-            _DEADLINE.reset(token)
+            DEADLINE.reset(token)
 
     async def _atry(self, query: str, k: int, deadline: float) -> tuple[bytes, str]:
         """One async try, as :meth:`_try`; ``asyncio.timeout`` ends it by the deadline."""
@@ -640,7 +460,7 @@ class RemoteRetriever(BaseRetriever):
                 self._clients.in_loop(self.max_connections, max(deadline - time.monotonic(), 0.0)) as client,
                 client.stream(**self._request(query, k, deadline)) as response,
             ):
-                body = _Body(self.shown_url, response, self.max_reply_bytes, deadline)
+                body = ReplyBody(self.shown_url, response, self.max_reply_bytes, deadline)
                 async for raw in response.aiter_raw():
                     if body.feed(raw):
                         break
@@ -654,7 +474,7 @@ class RemoteRetriever(BaseRetriever):
         for attempt in range(1, self.max_attempts + 1):
             try:
                 body, content_type = self._try(query, k, deadline)
-            except (httpx.HTTPError, _StatusError) as error:
+            except (httpx.HTTPError, StatusError) as error:
                 time.sleep(self._pause(error, attempt, deadline))
                 continue
             return self._documents(body, content_type, k)
@@ -668,7 +488,7 @@ class RemoteRetriever(BaseRetriever):
         for attempt in range(1, self.max_attempts + 1):
             try:
                 body, content_type = await self._atry(query, k, deadline)
-            except (httpx.HTTPError, _StatusError, TimeoutError) as error:
+            except (httpx.HTTPError, StatusError, TimeoutError) as error:
                 await asyncio.sleep(self._pause(error, attempt, deadline))
                 continue
             return self._documents(body, content_type, k)

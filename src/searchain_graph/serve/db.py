@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from searchain_graph.serve.postgres import PostgresRunStore, open_postgres_checkpointer
-from searchain_graph.serve.store import RunStore, SqliteRunStore, is_postgres_url, open_sqlite_checkpointer, shown_url
+from searchain_graph.serve.sqlite_store import SqliteRunStore, open_sqlite_checkpointer
+from searchain_graph.serve.store import RunStore, is_postgres_url, shown_url
 
 __all__ = ["open_checkpointer", "open_run_store"]
 
