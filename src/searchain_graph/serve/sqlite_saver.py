@@ -1,7 +1,8 @@
 """LangGraph's SQLite checkpointer with each task's writes stored whole: :class:`AtomicSqliteSaver`.
 
 ``searchain serve --db FILE`` keeps the graph's checkpoints in the run store's file, on a connection
-in autocommit (each statement its own transaction; see :func:`~searchain_graph.serve.sqlite_store.open_sqlite_checkpointer`).
+in autocommit (each statement its own transaction; see
+:func:`~searchain_graph.serve.sqlite_store.open_sqlite_checkpointer`).
 There, ``AsyncSqliteSaver.aput_writes`` inserts a task's writes one statement each, so a process
 killed between two of them left part of a task's writes. On resume, LangGraph takes a task with
 writes for a task that finished, hands back the part it finds and does not run it again: a
