@@ -1,6 +1,7 @@
-"""Fuzzing at scale: the property tests of ``tests/unit_tests/test_fuzz.py`` with many cases each.
+"""Fuzzing at scale: the property tests of ``tests/unit_tests/test_fuzz.py`` (and the passage
+metadata's, ``test_passage_metadata.py``) with many cases each.
 
-Runs pytest on that module with ``SEARCHAIN_FUZZ_EXAMPLES`` cases per property (10,000 by
+Runs pytest on them with ``SEARCHAIN_FUZZ_EXAMPLES`` cases per property (10,000 by
 default; CI runs 200) and Hypothesis's statistics, then prints, per property, the cases that
 passed, failed and were rejected, and the total. Exits non-zero when any case failed.
 
@@ -18,7 +19,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULE = "tests/unit_tests/test_fuzz.py"
+MODULES = [
+    "tests/unit_tests/test_fuzz.py",
+    "tests/unit_tests/test_passage_metadata.py::test_anything_becomes_strict_json",
+    "tests/unit_tests/test_passage_metadata.py::test_strict_json_is_kept",
+]
 _TEST = re.compile(r"^(tests/\S+::(\w+)):", re.MULTILINE)
 _COUNTS = re.compile(r"(\d+) passing, (\d+) failing, and (\d+) invalid test cases")
 
@@ -28,7 +33,7 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=10_000, help="cases per property (default 10,000)")
     args = parser.parse_args()
     env = {**os.environ, "SEARCHAIN_FUZZ_EXAMPLES": str(args.examples)}
-    command = [sys.executable, "-m", "pytest", MODULE, "-q", "-p", "no:randomly", "--hypothesis-show-statistics"]
+    command = [sys.executable, "-m", "pytest", *MODULES, "-q", "-p", "no:randomly", "--hypothesis-show-statistics"]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
