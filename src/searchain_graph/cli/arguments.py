@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["non_negative_float", "non_negative_int", "positive_float", "positive_int"]
+__all__ = ["non_negative_float", "non_negative_int", "positive_float", "positive_int", "rerank_depth"]
 
 
 def _int_at_least(text: str, low: int) -> int:
@@ -55,4 +55,12 @@ def non_negative_float(text: str) -> float:
     value = _float(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+    return value
+
+
+def rerank_depth(text: str) -> int:
+    """How many passages the reader re-ranks: 0 (none, the paper's top 1) or 2 and more."""
+    value = _int_at_least(text, 0)
+    if value == 1:
+        raise argparse.ArgumentTypeError("must be 0 (no re-ranking) or at least 2, got 1")
     return value

@@ -128,6 +128,7 @@ def run_eval(args: argparse.Namespace) -> int:
                 # which weights and f, e.g. "bundled:minilm_dpr:8112:joint"
                 "reader_key": None if stack.reader is None else reader_key(stack.reader),
                 "retriever": type(stack.retriever).__name__,
+                "rerank": getattr(args, "rerank", 0),  # the retriever's top N re-ranked by the reader (0: none)
                 "concurrency": concurrency,
                 "versions": runtime_versions(),  # what computed the replies (ONNX Runtime, torch, ...)
             },

@@ -21,7 +21,13 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from searchain_graph.cli.arguments import non_negative_float, non_negative_int, positive_float, positive_int
+from searchain_graph.cli.arguments import (
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    rerank_depth,
+)
 from searchain_graph.cli.calibrate import add_calibrate_parser, run_calibrate
 from searchain_graph.cli.commands import run_ask, run_eval, run_index, run_report
 from searchain_graph.cli.serve import run_model_dir, run_serve, run_serve_index
@@ -127,6 +133,18 @@ def _add_llm_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_rerank(parser: argparse.ArgumentParser) -> None:
+    """``--rerank N``: every method's passages for a query, the retriever's top N re-ranked by the reader."""
+    parser.add_argument(
+        "--rerank",
+        type=rerank_depth,
+        default=0,
+        metavar="N",
+        help="read the retriever's top N passages for each query with the reader and put the one it is surest "
+        "of first, for every method (0, the default: the retriever's order, as in the paper)",
+    )
+
+
 def _add_stack(parser: argparse.ArgumentParser) -> None:
     """The options of ``ask`` and ``serve``: the corpus or index, the LLM, the reader, the task."""
     source = parser.add_mutually_exclusive_group(required=True)
@@ -156,6 +174,7 @@ def _add_stack(parser: argparse.ArgumentParser) -> None:
         "chat model reads), dpr[:MODEL] (the paper's DPR reader, default facebook/dpr-reader-multiset-base) "
         "or extractive[:MODEL] (any SQuAD-style QA model); MODEL is a hub name or a local directory",
     )
+    _add_rerank(parser)
     parser.add_argument(
         "--cache",
         default=None,
@@ -305,6 +324,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--model", default=None, help="the LLM, as for `searchain ask`")
     _add_llm_options(ev)
     ev.add_argument("--reader", default=DEFAULT_READER, metavar="KIND[:MODEL]", help="as for `searchain ask`")
+    _add_rerank(ev)
     add_context_options(ev, who="SearChain and its ablations (records carry the choice): ", skip=("task",))
     ev.add_argument(
         "--batch-size",

@@ -85,7 +85,8 @@ def load_stack(
 
     Args:
         args: ``--index`` or ``--corpus``, ``--model``, ``--llm-backend``, ``--max-new-tokens``,
-            ``--llm-timeout`` and ``--reader``.
+            ``--llm-timeout``, ``--reader`` and ``--rerank`` (the retriever wrapped in
+            :class:`~searchain_graph.ir.reranked.ReaderReranked`).
         say: Where the progress of loading goes (how long each part took).
         max_batch_size: Local models: calls decoded together.
         response_cache: Local models: replies remembered and answered again from memory.
@@ -137,4 +138,10 @@ def load_stack(
     if load_reader_now and callable(load):  # a reader with weights loads now, not in its first reading
         load()
         say(f"loaded the {args.reader.split(':')[0]} reader in {time.perf_counter() - t0:.1f} s")
+    depth = int(getattr(args, "rerank", 0) or 0)
+    if depth:  # every method gets the same re-ranked passages
+        from searchain_graph.ir.reranked import ReaderReranked
+
+        retriever = ReaderReranked(retriever=retriever, reader=reader, depth=depth)
+        source += f", its top {depth} re-ranked by the reader"
     return Stack(llm, retriever, reader, source)
