@@ -14,7 +14,6 @@ where some node's top 1 was the paragraph holding the answer went from 49 to 61 
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -23,14 +22,9 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, field_validator
 
 from searchain_graph.ir.readers.base import ReaderOutput, aread_pairs, passage_of, read_pairs, usable_confidence
+from searchain_graph.ir.retriever_calls import takes_k
 
 __all__ = ["ReaderReranked"]
-
-
-def _takes_k(retriever: BaseRetriever) -> bool:
-    """Whether ``retriever.invoke(query, k=...)`` is understood (the package's retrievers and many others)."""
-    parameters = inspect.signature(retriever._get_relevant_documents).parameters
-    return "k" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
 class ReaderReranked(BaseRetriever):
@@ -82,11 +76,12 @@ class ReaderReranked(BaseRetriever):
             raise TypeError(f"reader must have read(query, passage) or read_batch(pairs), got {type(reader).__name__}")
         return reader
 
-    def _ask(self, k: int | None) -> tuple[int, dict[str, Any]]:
+    def _ask(self, k: int | None, *, sync: bool) -> tuple[int, dict[str, Any]]:
         wanted = self.k if k is None else int(k)
         if wanted < 1:
             raise ValueError(f"k must be at least 1, got {k}")
-        return wanted, ({"k": max(wanted, self.depth)} if _takes_k(self.retriever) else {})
+        given = takes_k(self.retriever)[0 if sync else 1]
+        return wanted, ({"k": max(wanted, self.depth)} if given else {})
 
     def _ordered(self, docs: list[Document], outputs: list[ReaderOutput], k: int) -> list[Document]:
         scored = []
@@ -105,7 +100,7 @@ class ReaderReranked(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        wanted, asked = self._ask(k)
+        wanted, asked = self._ask(k, sync=True)
         docs = list(self.retriever.invoke(query, config={"callbacks": run_manager.get_child()}, **asked))
         top = docs[: self.depth]
         outputs = read_pairs(self.reader, [(query, passage_of(d)) for d in top])
@@ -114,7 +109,7 @@ class ReaderReranked(BaseRetriever):
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        wanted, asked = self._ask(k)
+        wanted, asked = self._ask(k, sync=False)
         docs = list(await self.retriever.ainvoke(query, config={"callbacks": run_manager.get_child()}, **asked))
         top = docs[: self.depth]
         outputs = await aread_pairs(self.reader, [(query, passage_of(d)) for d in top])

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
-import inspect
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +31,7 @@ from langgraph.types import Command, Overwrite
 
 from searchain_graph._text import bound_text, replace_surrogates
 from searchain_graph.ir.readers.base import Reader, ReaderOutput, aread_pairs, passage_of, read_pairs
+from searchain_graph.ir.retriever_calls import takes_k
 from searchain_graph.method.calls import call_usage, doc_dict, label_node_run, message_text, trace_config
 from searchain_graph.method.ir_tasks import CachedIR, IRCall
 from searchain_graph.method.limits import MAX_ANSWER_CHARS, MAX_PASSAGE_CHARS, MAX_REPLY_CHARS
@@ -53,23 +53,6 @@ __all__ = ["StepDriver"]
 
 METADATA_WARNING = "passage metadata was not strict JSON"
 """The run's one warning when a retriever's metadata had to be converted (the fields follow it)."""
-
-
-def _accepts_k(method: Callable[..., Any]) -> bool:
-    params = inspect.signature(method).parameters
-    return "k" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-
-
-def _takes_k(retriever: BaseRetriever) -> tuple[bool, bool]:
-    """Whether ``invoke(query, k=n)`` and ``ainvoke(query, k=n)`` reach a method that takes ``k``.
-
-    ``BaseRetriever``'s default ``_aget_relevant_documents`` takes no extra arguments, so a
-    retriever that only implements the sync method is run in an executor for ``ainvoke``.
-    """
-    if not getattr(retriever, "_expects_other_args", False):
-        return False, False
-    cls = type(retriever)
-    return _accepts_k(cls._get_relevant_documents), _accepts_k(cls._aget_relevant_documents)
 
 
 @dataclass
@@ -141,7 +124,7 @@ class StepDriver:
         self._settings = settings
         self.fresh = dict(fresh or {})
         self.reducers = reducers_of(state_schema) if state_schema is not None else {"usage": add_usage}
-        self.takes_k, self.atakes_k = _takes_k(retriever) if retriever is not None else (False, False)
+        self.takes_k, self.atakes_k = takes_k(retriever) if retriever is not None else (False, False)
         self._read: RunnableLambda[list[tuple[str, DocumentDict]], list[ReaderOutput]] = RunnableLambda(
             self._read_pairs, afunc=self._aread_pairs, name="read"
         )
