@@ -36,6 +36,8 @@ PRESETS: tuple[str, ...] = get_args(Preset)
 Layout = Literal["instruction", "turns"]
 """Where the prompts' worked examples go (:mod:`searchain_graph.method.adaptations.turns`)."""
 DuplicateRule = Literal["text", "meaning"]
+TracingInput = Literal["pairs", "passages", "confirmed"]
+"""What the tracing prompt shows of each step (:mod:`searchain_graph.method.adaptations.tracing_passages`)."""
 Continuation = Literal["fresh", "path"]
 CONTINUATIONS: tuple[str, ...] = get_args(Continuation)
 
@@ -68,6 +70,7 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "answer_checks": False,
         "chain_repair": False,
         "tracing_checks": False,
+        "tracing": "pairs",
         "option_answers": False,
         "verify_yes_no": True,
     },
@@ -77,6 +80,7 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "answer_checks": True,
         "chain_repair": True,
         "tracing_checks": True,
+        "tracing": "pairs",
         "option_answers": True,
         "verify_yes_no": None,  # the reader's answers_yes_no
     },
@@ -167,6 +171,12 @@ class Context:
         "Check the tracing output: one that cites nothing, repeats the worked example or cites a corrected "
         "passage for a statement without its answer is replaced by content composed from the path.",
     )
+    tracing: TracingInput | None = _setting(
+        None,
+        "What the tracing sees of each step: 'pairs' (the paper's: its query and answer), 'passages' (also the "
+        "passage IR read for it, to follow where it answers otherwise) or 'confirmed' (query and passage, the "
+        "answer only where IR gave it or the reader found it in the passage).",
+    )
     option_answers: bool | None = _setting(
         None,
         "A question that offers two answers ('..., A or B?') gets the option the chain links its answer to, "
@@ -191,7 +201,13 @@ class Context:
         for name in ("verification", "completion"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        for name in ("verify_yes_no", "answer_checks", "chain_repair", "tracing_checks", "option_answers"):
+        for name in (
+            "verify_yes_no",
+            "answer_checks",
+            "chain_repair",
+            "tracing_checks",
+            "option_answers",
+        ):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True, False or None (the preset's), got {getattr(self, name)!r}")
         if not isinstance(self.task, str):
@@ -202,6 +218,8 @@ class Context:
             _check_choice("demonstrations", self.demonstrations, get_args(Layout))
         if self.duplicates is not None:
             _check_choice("duplicates", self.duplicates, get_args(DuplicateRule))
+        if self.tracing is not None:
+            _check_choice("tracing", self.tracing, get_args(TracingInput))
 
     def over(self, base: Context) -> Context:
         """This run's context over the graph's: the fields set here to other than their default win.

@@ -38,6 +38,7 @@ from langchain_core.runnables import RunnableLambda
 
 from searchain_graph.ir.readers.base import ReaderOutput, usable_confidence
 from searchain_graph.method.adaptations.chain_repair import settle_nodes
+from searchain_graph.method.adaptations.tracing_passages import passages_tracing_turns
 from searchain_graph.method.adaptations.turns import coq_turns, tracing_turns, turn_dicts
 from searchain_graph.method.calls import to_messages, trace_config
 from searchain_graph.method.context import Context, required
@@ -310,9 +311,12 @@ class SearChainSteps:
         path = state.get("references") or []
         reply: str | None = None
         if path:
-            pairs = verified_pairs(path)
             asked = task_question(state["question"], settings.task)
-            turns = tracing_turns(asked, pairs, required(settings.demonstrations, "demonstrations"))
+            layout = required(settings.demonstrations, "demonstrations")
+            if settings.tracing in ("passages", "confirmed"):
+                turns = passages_tracing_turns(asked, path, layout, only_confirmed=settings.tracing == "confirmed")
+            else:
+                turns = tracing_turns(asked, verified_pairs(path), layout)
             reply = yield Generate.prompt(to_messages(turn_dicts(turns)))
         return final_content(state, settings, reply)
 

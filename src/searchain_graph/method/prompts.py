@@ -307,6 +307,47 @@ TRACING_PROMPT = TRACING_INSTRUCTION + "\nFor example:\n" + TRACING_EXAMPLE + '\
 TRACING_PAIR = "[Query {index}]: {query}\n[Answer {index}]: {answer}"
 """One ``[Query n]``/``[Answer n]`` pair of the tracing prompt."""
 
+# --- An addition (``Context.tracing``): the tracing prompt with each step's passage.
+TRACING_PASSAGES_INSTRUCTION = (
+    "You can try to generate the final answer for the [Question] by referring to the "
+    "[Query]-[Answer] pairs and the [Reference] found for each [Query], starting with [Final Content]. "
+    "Where a [Reference] answers its [Query] differently from the [Answer], follow the [Reference]. "
+    "Cite the [Reference] of each step as [n]."
+)
+"""The tracing instruction when the passages are shown: the paper's, and what to do with a passage."""
+
+TRACING_PASSAGES_EXAMPLE = """[Question]: "Where do greyhound buses that are in the birthplace of Spirit If...'s performer leave from?"
+[Query 1]: Who is the performer of Spirit If... ?
+[Reference 1]: Spirit If...: Spirit If... is a 2007 album by Kevin Drew, a founder of the Canadian band Broken Social Scene.
+[Answer 1]: Kevin Drew.
+[Query 2]: Where was Kevin Drew born?
+[Reference 2]: Kevin Drew: Kevin Drew (born September 9, 1976) is a Canadian musician born in Toronto, Ontario.
+[Answer 2]: Montreal.
+[Query 3]: Where do greyhound buses in Toronto leave from?
+[Reference 3]: Toronto Coach Terminal: The Toronto Coach Terminal was the main intercity bus station of Toronto, \
+served by Greyhound Canada.
+[Answer 3]: Toronto Coach Terminal.
+[Final Content]: The performer of Spirit If... is Kevin Drew [1]. Kevin Drew was born in Toronto [2]. \
+Greyhound buses in Toronto leave from Toronto Coach Terminal [3]. So the final answer is Toronto Coach Terminal.
+"""
+"""The tracing example with passages: the same chain, one answer (Answer 2) put right by its passage."""
+
+TRACING_CONFIRMED_INSTRUCTION = (
+    "You can try to generate the final answer for the [Question] by referring to the [Reference] found for "
+    "each [Query] and the [Answer]s they confirm, starting with [Final Content]. A [Query] without an [Answer] "
+    "is answered by its [Reference]. Cite the [Reference] of each step as [n]."
+)
+"""The tracing instruction when only the answers IR confirmed are shown."""
+
+TRACING_CONFIRMED_EXAMPLE = TRACING_PASSAGES_EXAMPLE.replace("[Answer 2]: Montreal.\n", "")
+"""The tracing example with passages, Answer 2 left out (its passage did not confirm it)."""
+
+TRACING_PASSAGE_PAIR = "[Query {index}]: {query}\n[Reference {index}]: {passage}\n[Answer {index}]: {answer}"
+"""One step of the tracing prompt with its passage."""
+
+TRACING_PASSAGE_ONLY = "[Query {index}]: {query}\n[Reference {index}]: {passage}"
+"""One step of the tracing prompt with its passage and no answer."""
+
 
 # --- The parts of each prompt, for the layouts of :mod:`searchain_graph.method.adaptations.turns`.
 COQ_PARTS: dict[str, tuple[str, str]] = {

@@ -23,7 +23,6 @@ from searchain_graph.method.prompts import (
     QUESTION_CUE,
     TRACING_EXAMPLE,
     TRACING_INSTRUCTION,
-    TRACING_PROMPT,
 )
 
 __all__ = [
@@ -115,14 +114,25 @@ def no_ir_turns(question: str, layout: str = "instruction") -> list[Turn]:
     return _as_turns(*NO_IR_PARTS, question)
 
 
-def tracing_turns(question: str, pairs: str, layout: str = "instruction") -> list[Turn]:
-    """The tracing prompt for ``question`` over the rendered ``pairs``, as chat turns in ``layout``."""
+def tracing_turns(
+    question: str,
+    pairs: str,
+    layout: str = "instruction",
+    *,
+    instruction: str = TRACING_INSTRUCTION,
+    example: str = TRACING_EXAMPLE,
+) -> list[Turn]:
+    """The tracing prompt for ``question`` over the rendered ``pairs``, as chat turns in ``layout``.
+
+    ``instruction`` and ``example`` default to the paper's tracing prompt (``TRACING_PROMPT``);
+    :mod:`.tracing_passages` passes its own.
+    """
     if check_layout(layout) == "instruction":
-        return [("user", TRACING_PROMPT.format(question=question, pairs=pairs))]
-    ((demo_question, chain),) = demonstrations(TRACING_EXAMPLE)
+        return [("user", f'{instruction}\nFor example:\n{example}\n[Question]: "{question}"\n{pairs}')]
+    ((demo_question, chain),) = demonstrations(example)
     demo_pairs, _, final = chain.partition("[Final Content]")
     return [
-        ("user", TRACING_INSTRUCTION + QUESTION_CUE.format(question=demo_question) + demo_pairs.strip()),
+        ("user", instruction + QUESTION_CUE.format(question=demo_question) + demo_pairs.strip()),
         ("assistant", "[Final Content]" + final),
-        ("user", TRACING_INSTRUCTION + QUESTION_CUE.format(question=question) + pairs),
+        ("user", instruction + QUESTION_CUE.format(question=question) + pairs),
     ]

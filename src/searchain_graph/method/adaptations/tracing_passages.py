@@ -1,0 +1,92 @@
+"""Tracing over the passages: each step of *R* shown with the passage IR read for it (``Context.tracing``).
+
+The paper's ``Tracing(T, R)`` shows the LLM *R*'s queries and answers (``tracing="pairs"``); the
+passages stay behind the reader's gate. Where the reader's *f* was under θ, or its span was not
+the answer, a passage holding the answer never reaches the final content: on HotpotQA
+development questions the answer's paragraph was read for more questions than were answered.
+
+* ``"passages"``: each ``[Query n]``/``[Answer n]`` pair carries its passage as ``[Reference n]``
+  (the top-1 passage IR checked the node with, cut to :data:`PASSAGE_WORDS` words), and the
+  instruction asks the LLM to follow a reference that answers its query otherwise.
+* ``"confirmed"``: the same passages, but an answer is shown only where IR stands behind it
+  (:func:`confirmed`): IR gave it (a correction or a completion), or the reader's *g* for the
+  passage is in it. A step the LLM answered alone, unchecked because *f* ≤ θ, shows its query
+  and passage only, for the LLM to read.
+
+The citations stay ``[n]``: the final content still cites each step's supporting passage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from searchain_graph.method.adaptations.turns import Turn, tracing_turns
+from searchain_graph.method.parsing import answer_contains
+from searchain_graph.method.prompts import (
+    TRACING_CONFIRMED_EXAMPLE,
+    TRACING_CONFIRMED_INSTRUCTION,
+    TRACING_PAIR,
+    TRACING_PASSAGE_ONLY,
+    TRACING_PASSAGE_PAIR,
+    TRACING_PASSAGES_EXAMPLE,
+    TRACING_PASSAGES_INSTRUCTION,
+)
+from searchain_graph.method.state import Reference
+
+__all__ = ["PASSAGE_WORDS", "confirmed", "pairs_with_passages", "passages_tracing_turns"]
+
+PASSAGE_WORDS = 120
+"""Words of each step's passage shown to the LLM (a HotpotQA paragraph is 60-150 words)."""
+
+
+def confirmed(ref: Reference) -> bool:
+    """Whether IR stands behind a step's answer: it gave it, or the reader's *g* is in it."""
+    if ref.get("source") in ("corrected", "completed"):
+        return True
+    g = ref.get("reader_answer") or ""
+    return bool(g.strip()) and answer_contains(ref["answer"], g)
+
+
+def pairs_with_passages(path: Sequence[Reference], words: int = PASSAGE_WORDS, *, only_confirmed: bool = False) -> str:
+    """*R* in path order, each step with its passage (``Title: text``, the text cut to ``words``) before its answer.
+
+    With ``only_confirmed``, an answer IR did not confirm (:func:`confirmed`) is left out. A step
+    without a passage (the retriever returned nothing) is shown as the paper's pair.
+    """
+    lines = []
+    for ref in path:
+        passage = _passage(ref, words)
+        if not passage:
+            pair = TRACING_PAIR.format(index=ref["index"], query=ref["query"], answer=ref["answer"])
+        elif only_confirmed and not confirmed(ref):
+            pair = TRACING_PASSAGE_ONLY.format(index=ref["index"], query=ref["query"], passage=passage)
+        else:
+            pair = TRACING_PASSAGE_PAIR.format(
+                index=ref["index"], query=ref["query"], passage=passage, answer=ref["answer"]
+            )
+        lines.append(pair)
+    return "\n".join(lines)
+
+
+def _passage(ref: Reference, words: int) -> str:
+    """``Title: text`` of a step's passage on one line, the text cut to ``words`` (empty without a passage)."""
+    doc = ref.get("document")
+    if not doc:
+        return ""
+    title = " ".join(str((doc.get("metadata") or {}).get("title") or "").split())
+    body = str(doc.get("page_content") or "").split()
+    text = " ".join(body[:words]) + (" ..." if len(body) > words else "")
+    return f"{title}: {text}" if title and text else title or text
+
+
+def passages_tracing_turns(
+    question: str, path: Sequence[Reference], layout: str, *, only_confirmed: bool
+) -> list[Turn]:
+    """The tracing prompt over ``path`` with its passages, as chat turns in ``layout``."""
+    return tracing_turns(
+        question,
+        pairs_with_passages(path, only_confirmed=only_confirmed),
+        layout,
+        instruction=TRACING_CONFIRMED_INSTRUCTION if only_confirmed else TRACING_PASSAGES_INSTRUCTION,
+        example=TRACING_CONFIRMED_EXAMPLE if only_confirmed else TRACING_PASSAGES_EXAMPLE,
+    )
