@@ -27,6 +27,7 @@ from typing import Any, get_args
 
 from searchain_graph.evaluation.dataset_loading import corpus_paragraphs, detect_dataset, load_dataset
 from searchain_graph.evaluation.metrics import score
+from searchain_graph.evaluation.significance import paired_difference
 from searchain_graph.llms.loading import load_chat_model
 from searchain_graph.method.context import Context, TracingInput
 from searchain_graph.method.nodes import SearChainSteps
@@ -119,6 +120,14 @@ def main() -> None:
     new = sum(r["metrics"]["cover_em"] for r in rows)
     old = sum(r["recorded"]["metrics"]["cover_em"] for r in rows)
     same = sum(r["prediction"] == r["recorded"]["prediction"] for r in rows)
+    if rows:
+        d = paired_difference(
+            [r["metrics"]["cover_em"] >= 1 for r in rows], [r["recorded"]["metrics"]["cover_em"] >= 1 for r in rows]
+        )
+        print(
+            f"replayed - recorded: {d.difference:+.1f} [{d.low:+.1f}, {d.high:+.1f}], McNemar p = "
+            f"{d.p_value:.2f} ({d.a_only} right only replayed, {d.b_only} only recorded)"
+        )
     replayed, recorded = 100 * new / max(n, 1), 100 * old / max(n, 1)
     print(f"{n} questions: cover-EM replayed ({args.tracing}) {replayed:.1f}, recorded {recorded:.1f}")
     print(f"same answer as recorded: {same} of {n}")

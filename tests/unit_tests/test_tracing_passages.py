@@ -131,3 +131,23 @@ def test_confirmed_the_unconfirmed_answer_is_read_from_its_passage() -> None:
     assert "[Reference 2]: Kevin Drew:" in tail
     assert "[Answer 2]" not in tail and "Montreal." not in tail  # the LLM's unconfirmed answer is not shown
     assert "[Answer 1]: Kevin Drew." in tail  # the reader's g is in it: confirmed
+
+
+def test_reader_answers_from_the_path_passages_and_the_content_cites_the_path() -> None:
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        text = messages[-1].text
+        if text.startswith("Answer the question using the paragraphs."):
+            asked = text.rsplit("\nQ: ", 1)[1]
+            assert asked.startswith(QUESTION)
+            shown = text.rsplit("A: Toronto Coach Terminal\n", 1)[1]
+            return "Toronto\nsome more" if "born 9 September 1976 in Toronto" in shown else "Montreal"
+        return CHAIN_WRONG
+
+    llm = RuleChatModel(respond=respond)
+    graph = create_searchain_graph(llm, retriever(), ScriptedReader(UNSURE), confidence_threshold=1.5)
+    out = graph.invoke({"question": QUESTION}, context=Context(tracing="reader"))
+    assert out["answer"] == "Toronto"
+    assert out["final_content"].endswith("So the final answer is Toronto.")
+    assert "[1]" in out["final_content"] and "[3]" in out["final_content"]
+    prompt = llm.calls[-1][-1].text
+    assert prompt.count("Wikipedia Title: Kevin Drew\n") == 2  # the worked example's and the path's

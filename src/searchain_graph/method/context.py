@@ -36,7 +36,7 @@ PRESETS: tuple[str, ...] = get_args(Preset)
 Layout = Literal["instruction", "turns"]
 """Where the prompts' worked examples go (:mod:`searchain_graph.method.adaptations.turns`)."""
 DuplicateRule = Literal["text", "meaning"]
-TracingInput = Literal["pairs", "passages", "confirmed"]
+TracingInput = Literal["pairs", "passages", "confirmed", "reader"]
 """What the tracing prompt shows of each step (:mod:`searchain_graph.method.adaptations.tracing_passages`)."""
 Continuation = Literal["fresh", "path"]
 CONTINUATIONS: tuple[str, ...] = get_args(Continuation)
@@ -174,8 +174,9 @@ class Context:
     tracing: TracingInput | None = _setting(
         None,
         "What the tracing sees of each step: 'pairs' (the paper's: its query and answer), 'passages' (also the "
-        "passage IR read for it, to follow where it answers otherwise) or 'confirmed' (query and passage, the "
-        "answer only where IR gave it or the reader found it in the passage).",
+        "passage IR read for it, to follow where it answers otherwise), 'confirmed' (query and passage, the "
+        "answer only where IR gave it or the reader found it in the passage) or 'reader' (the answer read from "
+        "the path's passages alone, the final content composed from the path with it).",
     )
     option_answers: bool | None = _setting(
         None,

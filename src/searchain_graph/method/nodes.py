@@ -38,7 +38,7 @@ from langchain_core.runnables import RunnableLambda
 
 from searchain_graph.ir.readers.base import ReaderOutput, usable_confidence
 from searchain_graph.method.adaptations.chain_repair import settle_nodes
-from searchain_graph.method.adaptations.tracing_passages import passages_tracing_turns
+from searchain_graph.method.adaptations.tracing_passages import passages_tracing_turns, reader_prompt, reader_reply
 from searchain_graph.method.adaptations.turns import coq_turns, tracing_turns, turn_dicts
 from searchain_graph.method.calls import to_messages, trace_config
 from searchain_graph.method.context import Context, required
@@ -313,6 +313,9 @@ class SearChainSteps:
         if path:
             asked = task_question(state["question"], settings.task)
             layout = required(settings.demonstrations, "demonstrations")
+            if settings.tracing == "reader":
+                read = yield Generate.prompt(reader_prompt(asked, path))
+                return final_content(state, settings, reader_reply(path, read))
             if settings.tracing in ("passages", "confirmed"):
                 turns = passages_tracing_turns(asked, path, layout, only_confirmed=settings.tracing == "confirmed")
             else:

@@ -342,6 +342,26 @@ TRACING_CONFIRMED_INSTRUCTION = (
 TRACING_CONFIRMED_EXAMPLE = TRACING_PASSAGES_EXAMPLE.replace("[Answer 2]: Montreal.\n", "")
 """The tracing example with passages, Answer 2 left out (its passage did not confirm it)."""
 
+TRACING_READER_PROMPT = """Answer the question using the paragraphs. Reply with the answer only.
+
+Wikipedia Title: Spirit If...
+Spirit If... is a 2007 album by Kevin Drew, a founder of the Canadian band Broken Social Scene.
+
+Wikipedia Title: Kevin Drew
+Kevin Drew (born September 9, 1976) is a Canadian musician born in Toronto, Ontario.
+
+Wikipedia Title: Toronto Coach Terminal
+The Toronto Coach Terminal was the main intercity bus station of Toronto, served by Greyhound Canada.
+
+Q: Where do greyhound buses that are in the birthplace of Spirit If...'s performer leave from?
+A: Toronto Coach Terminal
+
+{paragraphs}
+
+Q: {question}
+A:"""
+"""``tracing="reader"``: the answer read from the path's passages, IRCoT's final reader layout, one worked example."""
+
 TRACING_PASSAGE_PAIR = "[Query {index}]: {query}\n[Reference {index}]: {passage}\n[Answer {index}]: {answer}"
 """One step of the tracing prompt with its passage."""
 

@@ -1,8 +1,9 @@
 """The adaptations: what this package adds to the paper's method, each a part that can be turned off.
 
 Each module is one adaptation, switched by one field of :class:`~searchain_graph.method.context.Context`.
-``Context(preset="paper")`` turns them all off; the default preset, ``"tuned"``, turns them all on
-(``docs/method.md`` has the measurement behind each):
+``Context(preset="paper")`` turns them all off; the default preset, ``"tuned"``, turns on those
+measured at least harmless on development questions (``docs/method.md`` has the measurement behind
+each; ``tracing`` stays ``"pairs"``, the paper's, in both):
 
 =====================================  ============================  =============================================
 module                                 ``Context`` field             what it changes in the paper's method
@@ -12,6 +13,7 @@ module                                 ``Context`` field             what it cha
 :mod:`.answer_checks`                  ``answer_checks``             a *g* that cannot answer the query passes
 :mod:`.chain_repair`                   ``chain_repair``              the parsed chain mended before IR checks it
 :mod:`.tracing_checks`                 ``tracing_checks``            uncited or contradicting tracing replaced
+:mod:`.tracing_passages`               ``tracing``                   the tracing shown each step's passage
 :mod:`.options`                        ``option_answers``            "A or B?" answered with an option
 =====================================  ============================  =============================================
 

@@ -13,6 +13,11 @@ development questions the answer's paragraph was read for more questions than we
   passage is in it. A step the LLM answered alone, unchecked because *f* ≤ θ, shows its query
   and passage only, for the LLM to read.
 
+* ``"reader"``: the LLM answers the question from the path's passages alone, in IRCoT's final
+  reader layout (``Wikipedia Title: ...`` paragraphs, then the question; one worked example), and
+  the final content is composed from *R* with that answer
+  (:func:`~searchain_graph.method.adaptations.tracing_checks.compose_from_path`).
+
 The citations stay ``[n]``: the final content still cites each step's supporting passage.
 """
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from searchain_graph.method.adaptations.tracing_checks import compose_from_path
 from searchain_graph.method.adaptations.turns import Turn, tracing_turns
 from searchain_graph.method.parsing import answer_contains
 from searchain_graph.method.prompts import (
@@ -30,10 +36,18 @@ from searchain_graph.method.prompts import (
     TRACING_PASSAGE_PAIR,
     TRACING_PASSAGES_EXAMPLE,
     TRACING_PASSAGES_INSTRUCTION,
+    TRACING_READER_PROMPT,
 )
 from searchain_graph.method.state import Reference
 
-__all__ = ["PASSAGE_WORDS", "confirmed", "pairs_with_passages", "passages_tracing_turns"]
+__all__ = [
+    "PASSAGE_WORDS",
+    "confirmed",
+    "pairs_with_passages",
+    "passages_tracing_turns",
+    "reader_prompt",
+    "reader_reply",
+]
 
 PASSAGE_WORDS = 120
 """Words of each step's passage shown to the LLM (a HotpotQA paragraph is 60-150 words)."""
@@ -90,3 +104,27 @@ def passages_tracing_turns(
         instruction=TRACING_CONFIRMED_INSTRUCTION if only_confirmed else TRACING_PASSAGES_INSTRUCTION,
         example=TRACING_CONFIRMED_EXAMPLE if only_confirmed else TRACING_PASSAGES_EXAMPLE,
     )
+
+
+def reader_prompt(question: str, path: Sequence[Reference], words: int = PASSAGE_WORDS) -> str:
+    """``tracing="reader"``: the path's passages (each once, in path order) and the question."""
+    paragraphs, seen = [], set()
+    for ref in path:
+        doc = ref.get("document")
+        if not doc:
+            continue
+        title = " ".join(str((doc.get("metadata") or {}).get("title") or "").split())
+        body = str(doc.get("page_content") or "").split()
+        text = " ".join(body[:words]) + (" ..." if len(body) > words else "")
+        if (title, text) in seen:
+            continue
+        seen.add((title, text))
+        paragraphs.append(f"Wikipedia Title: {title}\n{text}" if title else text)
+    return TRACING_READER_PROMPT.format(paragraphs="\n\n".join(paragraphs), question=question)
+
+
+def reader_reply(path: Sequence[Reference], reply: str) -> str:
+    """The tracing output of ``tracing="reader"``: *R* composed with the answer the reader gave."""
+    lines = [line.strip() for line in (reply or "").splitlines() if line.strip()]
+    answer = lines[0].removeprefix("A:").strip() if lines else ""
+    return "[Final Content]: " + compose_from_path(path, answer)
