@@ -151,3 +151,11 @@ def test_reader_answers_from_the_path_passages_and_the_content_cites_the_path() 
     assert "[1]" in out["final_content"] and "[3]" in out["final_content"]
     prompt = llm.calls[-1][-1].text
     assert prompt.count("Wikipedia Title: Kevin Drew\n") == 2  # the worked example's and the path's
+
+
+def test_reader_leaves_long_form_answers_to_the_pairs() -> None:
+    llm = passage_following_llm()
+    graph = create_searchain_graph(llm, retriever(), ScriptedReader(UNSURE), confidence_threshold=1.5, task="longform")
+    graph.invoke({"question": QUESTION}, context=Context(tracing="reader"))
+    assert not any(call[-1].text.startswith("Answer the question using the paragraphs.") for call in llm.calls)
+    assert any(is_tracing(call) for call in llm.calls)

@@ -313,7 +313,7 @@ class SearChainSteps:
         if path:
             asked = task_question(state["question"], settings.task)
             layout = required(settings.demonstrations, "demonstrations")
-            if settings.tracing == "reader":
+            if settings.tracing == "reader" and settings.task != "longform":
                 read = yield Generate.prompt(reader_prompt(asked, path))
                 return final_content(state, settings, reader_reply(path, read))
             if settings.tracing in ("passages", "confirmed"):

@@ -16,7 +16,8 @@ development questions the answer's paragraph was read for more questions than we
 * ``"reader"``: the LLM answers the question from the path's passages alone, in IRCoT's final
   reader layout (``Wikipedia Title: ...`` paragraphs, then the question; one worked example), and
   the final content is composed from *R* with that answer
-  (:func:`~searchain_graph.method.adaptations.tracing_checks.compose_from_path`).
+  (:func:`~searchain_graph.method.adaptations.tracing_checks.compose_from_path`). A long-form
+  task keeps ``"pairs"``: its answer is a paragraph, not a span of a passage.
 
 The citations stay ``[n]``: the final content still cites each step's supporting passage.
 """
