@@ -203,13 +203,7 @@ class Context:
         for name in ("verification", "completion"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        for name in (
-            "verify_yes_no",
-            "answer_checks",
-            "chain_repair",
-            "tracing_checks",
-            "option_answers",
-        ):
+        for name in ("verify_yes_no", "answer_checks", "chain_repair", "tracing_checks", "option_answers"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True, False or None (the preset's), got {getattr(self, name)!r}")
         if not isinstance(self.task, str):

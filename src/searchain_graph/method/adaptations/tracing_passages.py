@@ -12,7 +12,6 @@ development questions the answer's paragraph was read for more questions than we
   (:func:`confirmed`): IR gave it (a correction or a completion), or the reader's *g* for the
   passage is in it. A step the LLM answered alone, unchecked because *f* ≤ θ, shows its query
   and passage only, for the LLM to read.
-
 * ``"reader"``: the LLM answers the question from the path's passages alone, in IRCoT's final
   reader layout (``Wikipedia Title: ...`` paragraphs, then the question; one worked example), and
   the final content is composed from *R* with that answer
@@ -84,14 +83,19 @@ def pairs_with_passages(path: Sequence[Reference], words: int = PASSAGE_WORDS, *
 
 
 def _passage(ref: Reference, words: int) -> str:
-    """``Title: text`` of a step's passage on one line, the text cut to ``words`` (empty without a passage)."""
+    """``Title: text`` of a step's passage on one line (empty without a passage)."""
+    title, text = _title_text(ref, words)
+    return f"{title}: {text}" if title and text else title or text
+
+
+def _title_text(ref: Reference, words: int) -> tuple[str, str]:
+    """A step's passage: its title and its text cut to ``words``, each on one line (empty without one)."""
     doc = ref.get("document")
     if not doc:
-        return ""
+        return "", ""
     title = " ".join(str((doc.get("metadata") or {}).get("title") or "").split())
     body = str(doc.get("page_content") or "").split()
-    text = " ".join(body[:words]) + (" ..." if len(body) > words else "")
-    return f"{title}: {text}" if title and text else title or text
+    return title, " ".join(body[:words]) + (" ..." if len(body) > words else "")
 
 
 def passages_tracing_turns(
@@ -111,13 +115,8 @@ def reader_prompt(question: str, path: Sequence[Reference], words: int = PASSAGE
     """``tracing="reader"``: the path's passages (each once, in path order) and the question."""
     paragraphs, seen = [], set()
     for ref in path:
-        doc = ref.get("document")
-        if not doc:
-            continue
-        title = " ".join(str((doc.get("metadata") or {}).get("title") or "").split())
-        body = str(doc.get("page_content") or "").split()
-        text = " ".join(body[:words]) + (" ..." if len(body) > words else "")
-        if (title, text) in seen:
+        title, text = _title_text(ref, words)
+        if not (title or text) or (title, text) in seen:
             continue
         seen.add((title, text))
         paragraphs.append(f"Wikipedia Title: {title}\n{text}" if title else text)
