@@ -159,3 +159,35 @@ def test_reader_leaves_long_form_answers_to_the_pairs() -> None:
     graph.invoke({"question": QUESTION}, context=Context(tracing="reader"))
     assert not any(call[-1].text.startswith("Answer the question using the paragraphs.") for call in llm.calls)
     assert any(is_tracing(call) for call in llm.calls)
+
+
+def test_reader_confirmed_lists_the_answers_ir_stands_behind() -> None:
+    from searchain_graph.method.adaptations.tracing_passages import reader_prompt
+
+    doc = {"page_content": "Kevin Drew (born 1976 in Toronto) is a musician.", "metadata": {"title": "Kevin Drew"}}
+    path: Any = [
+        {
+            "index": 1,
+            "query": "Who?",
+            "answer": "Kevin Drew.",
+            "source": "llm",
+            "reader_answer": "Kevin Drew",
+            "document": doc,
+        },
+        {
+            "index": 2,
+            "query": "Where born?",
+            "answer": "Montreal.",
+            "source": "llm",
+            "reader_answer": "Toronto",
+            "document": doc,
+        },
+    ]
+    prompt = reader_prompt("Q?", path, with_confirmed=True)
+    tail = prompt.rsplit("A: Toronto Coach Terminal\n", 1)[1]
+    assert tail.count("Wikipedia Title: Kevin Drew\n") == 1  # one passage, shown once
+    assert "Checked answers:\nWho? Kevin Drew.\n\nQ: Q?\nA:" in tail
+    assert "Montreal" not in tail
+    unchecked: Any = [dict(path[1])]
+    assert "Checked answers" not in reader_prompt("Q?", unchecked, with_confirmed=True)
+    assert "Checked answers" not in reader_prompt("Q?", path)

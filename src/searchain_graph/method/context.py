@@ -36,7 +36,7 @@ PRESETS: tuple[str, ...] = get_args(Preset)
 Layout = Literal["instruction", "turns"]
 """Where the prompts' worked examples go (:mod:`searchain_graph.method.adaptations.turns`)."""
 DuplicateRule = Literal["text", "meaning"]
-TracingInput = Literal["pairs", "passages", "confirmed", "reader"]
+TracingInput = Literal["pairs", "passages", "confirmed", "reader", "reader_confirmed"]
 """What the tracing prompt shows of each step (:mod:`searchain_graph.method.adaptations.tracing_passages`)."""
 Continuation = Literal["fresh", "path"]
 CONTINUATIONS: tuple[str, ...] = get_args(Continuation)
@@ -177,7 +177,7 @@ class Context:
         "passage IR read for it, to follow where it answers otherwise), 'confirmed' (query and passage, the "
         "answer only where IR gave it or the reader found it in the passage) or 'reader' (the answer read from "
         "the path's passages alone, the final content composed from the path with it; long-form answers keep "
-        "'pairs').",
+        "'pairs') or 'reader_confirmed' (the same, with the answers IR gave or found in the passage listed).",
     )
     option_answers: bool | None = _setting(
         None,

@@ -313,8 +313,10 @@ class SearChainSteps:
         if path:
             asked = task_question(state["question"], settings.task)
             layout = required(settings.demonstrations, "demonstrations")
-            if settings.tracing == "reader" and settings.task != "longform":
-                read = yield Generate.prompt(reader_prompt(asked, path))
+            if settings.tracing in ("reader", "reader_confirmed") and settings.task != "longform":
+                read = yield Generate.prompt(
+                    reader_prompt(asked, path, with_confirmed=settings.tracing == "reader_confirmed")
+                )
                 return final_content(state, settings, reader_reply(path, read))
             if settings.tracing in ("passages", "confirmed"):
                 turns = passages_tracing_turns(asked, path, layout, only_confirmed=settings.tracing == "confirmed")

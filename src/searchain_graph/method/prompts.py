@@ -362,6 +362,33 @@ Q: {question}
 A:"""
 """``tracing="reader"``: the answer read from the path's passages, IRCoT's final reader layout, one worked example."""
 
+TRACING_READER_CONFIRMED_PROMPT = """Answer the question using the paragraphs and the checked answers. Reply with the answer only.
+
+Wikipedia Title: Spirit If...
+Spirit If... is a 2007 album by Kevin Drew, a founder of the Canadian band Broken Social Scene.
+
+Wikipedia Title: Kevin Drew
+Kevin Drew (born September 9, 1976) is a Canadian musician born in Toronto, Ontario.
+
+Wikipedia Title: Toronto Coach Terminal
+The Toronto Coach Terminal was the main intercity bus station of Toronto, served by Greyhound Canada.
+
+Checked answers:
+Who is the performer of Spirit If... ? Kevin Drew.
+Where do greyhound buses in Toronto leave from? Toronto Coach Terminal.
+
+Q: Where do greyhound buses that are in the birthplace of Spirit If...'s performer leave from?
+A: Toronto Coach Terminal
+
+{paragraphs}
+
+Checked answers:
+{checked}
+
+Q: {question}
+A:"""
+"""``tracing="reader_confirmed"``: the reader's prompt with the answers IR stands behind, one per line."""
+
 TRACING_PASSAGE_PAIR = "[Query {index}]: {query}\n[Reference {index}]: {passage}\n[Answer {index}]: {answer}"
 """One step of the tracing prompt with its passage."""
 

@@ -17,6 +17,8 @@ development questions the answer's paragraph was read for more questions than we
   the final content is composed from *R* with that answer
   (:func:`~searchain_graph.method.adaptations.tracing_checks.compose_from_path`). A long-form
   task keeps ``"pairs"``: its answer is a paragraph, not a span of a passage.
+* ``"reader_confirmed"``: the same reader, also shown the steps :func:`confirmed` answers
+  ("Checked answers:", one query and answer a line) where there are any.
 
 The citations stay ``[n]``: the final content still cites each step's supporting passage.
 """
@@ -36,6 +38,7 @@ from searchain_graph.method.prompts import (
     TRACING_PASSAGE_PAIR,
     TRACING_PASSAGES_EXAMPLE,
     TRACING_PASSAGES_INSTRUCTION,
+    TRACING_READER_CONFIRMED_PROMPT,
     TRACING_READER_PROMPT,
 )
 from searchain_graph.method.state import Reference
@@ -111,8 +114,14 @@ def passages_tracing_turns(
     )
 
 
-def reader_prompt(question: str, path: Sequence[Reference], words: int = PASSAGE_WORDS) -> str:
-    """``tracing="reader"``: the path's passages (each once, in path order) and the question."""
+def reader_prompt(
+    question: str, path: Sequence[Reference], words: int = PASSAGE_WORDS, *, with_confirmed: bool = False
+) -> str:
+    """``tracing="reader"``: the path's passages (each once, in path order) and the question.
+
+    With ``with_confirmed`` (``tracing="reader_confirmed"``), the answers IR stands behind follow
+    the passages; a path with none gets the plain reader's prompt.
+    """
     paragraphs, seen = [], set()
     for ref in path:
         title, text = _title_text(ref, words)
@@ -120,6 +129,11 @@ def reader_prompt(question: str, path: Sequence[Reference], words: int = PASSAGE
             continue
         seen.add((title, text))
         paragraphs.append(f"Wikipedia Title: {title}\n{text}" if title else text)
+    checked = [f"{ref['query'].strip()} {ref['answer'].strip()}" for ref in path if confirmed(ref)]
+    if with_confirmed and checked:
+        return TRACING_READER_CONFIRMED_PROMPT.format(
+            paragraphs="\n\n".join(paragraphs), checked="\n".join(checked), question=question
+        )
     return TRACING_READER_PROMPT.format(paragraphs="\n\n".join(paragraphs), question=question)
 
 
