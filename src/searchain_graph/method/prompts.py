@@ -342,50 +342,46 @@ TRACING_CONFIRMED_INSTRUCTION = (
 TRACING_CONFIRMED_EXAMPLE = TRACING_PASSAGES_EXAMPLE.replace("[Answer 2]: Montreal.\n", "")
 """The tracing example with passages, Answer 2 left out (its passage did not confirm it)."""
 
-TRACING_READER_PROMPT = """Answer the question using the paragraphs. Reply with the answer only.
-
-Wikipedia Title: Spirit If...
+_READER_EXAMPLE_PARAGRAPHS = """Wikipedia Title: Spirit If...
 Spirit If... is a 2007 album by Kevin Drew, a founder of the Canadian band Broken Social Scene.
 
 Wikipedia Title: Kevin Drew
 Kevin Drew (born September 9, 1976) is a Canadian musician born in Toronto, Ontario.
 
 Wikipedia Title: Toronto Coach Terminal
-The Toronto Coach Terminal was the main intercity bus station of Toronto, served by Greyhound Canada.
+The Toronto Coach Terminal was the main intercity bus station of Toronto, served by Greyhound Canada."""
 
-Q: Where do greyhound buses that are in the birthplace of Spirit If...'s performer leave from?
-A: Toronto Coach Terminal
+_READER_EXAMPLE_QA = """Q: Where do greyhound buses that are in the birthplace of Spirit If...'s performer leave from?
+A: Toronto Coach Terminal"""
 
-{paragraphs}
+TRACING_READER_PROMPT = f"""Answer the question using the paragraphs. Reply with the answer only.
 
-Q: {question}
+{_READER_EXAMPLE_PARAGRAPHS}
+
+{_READER_EXAMPLE_QA}
+
+{{paragraphs}}
+
+Q: {{question}}
 A:"""
 """``tracing="reader"``: the answer read from the path's passages, IRCoT's final reader layout, one worked example."""
 
-TRACING_READER_CONFIRMED_PROMPT = """Answer the question using the paragraphs and the checked answers. Reply with the answer only.
+TRACING_READER_CONFIRMED_PROMPT = f"""Answer the question using the paragraphs and the checked answers. Reply with the answer only.
 
-Wikipedia Title: Spirit If...
-Spirit If... is a 2007 album by Kevin Drew, a founder of the Canadian band Broken Social Scene.
-
-Wikipedia Title: Kevin Drew
-Kevin Drew (born September 9, 1976) is a Canadian musician born in Toronto, Ontario.
-
-Wikipedia Title: Toronto Coach Terminal
-The Toronto Coach Terminal was the main intercity bus station of Toronto, served by Greyhound Canada.
+{_READER_EXAMPLE_PARAGRAPHS}
 
 Checked answers:
 Who is the performer of Spirit If... ? Kevin Drew.
 Where do greyhound buses in Toronto leave from? Toronto Coach Terminal.
 
-Q: Where do greyhound buses that are in the birthplace of Spirit If...'s performer leave from?
-A: Toronto Coach Terminal
+{_READER_EXAMPLE_QA}
 
-{paragraphs}
+{{paragraphs}}
 
 Checked answers:
-{checked}
+{{checked}}
 
-Q: {question}
+Q: {{question}}
 A:"""
 """``tracing="reader_confirmed"``: the reader's prompt with the answers IR stands behind, one per line."""
 
