@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from searchain_graph.evaluation.dataset_loading import corpus_paragraphs, detect_dataset, load_dataset
+from searchain_graph.evaluation.harness import drop_torn_tail, read_records
 from searchain_graph.evaluation.metrics import score
 from searchain_graph.evaluation.significance import paired_difference
 from searchain_graph.llms.loading import load_chat_model
@@ -77,18 +78,14 @@ def main() -> None:
     examples = load_dataset(detect_dataset(args.data), args.data)
     dev = {e["qid"]: e for e in examples[args.first :]}
     passages = {d.metadata["id"]: d.page_content for d in corpus_paragraphs(examples)}
-    records = []
-    for line in Path(args.records).read_text(encoding="utf-8").splitlines():
-        record = json.loads(line) if line.strip() else {}
-        if record.get("method") == "searchain" and record.get("tree") and record.get("qid") in dev:
-            records.append(record)
+    records = [
+        r
+        for r in read_records(args.records)
+        if r.get("method") == "searchain" and r.get("tree") and r.get("qid") in dev
+    ]
     records = records[: args.limit] if args.limit else records
-    done = {}
-    if args.out.exists():
-        for line in args.out.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                done[row["qid"]] = row
+    drop_torn_tail(args.out)  # a replay killed mid-write: its last row is replayed again
+    done = {row["qid"]: row for row in read_records(args.out)}
     fields = set(Context.__dataclass_fields__)
     options = {k: v for k, v in ((records[0].get("options") or {}) if records else {}).items() if k in fields}
     options["tracing"] = args.tracing

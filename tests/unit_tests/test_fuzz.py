@@ -579,7 +579,7 @@ result_record = st.fixed_dictionaries(
 @given(st.lists(result_record, min_size=1, max_size=4), st.data())
 def test_a_results_file_cut_at_any_byte_reads_as_its_whole_records(records: list[dict[str, str]], data: Any) -> None:
     """A run killed at any byte, inside a UTF-8 character too: every whole record is read, and kept on resume."""
-    from searchain_graph.evaluation.harness import _drop_torn_tail, read_records
+    from searchain_graph.evaluation.harness import drop_torn_tail, read_records
 
     lines = [json.dumps(r, ensure_ascii=False).encode("utf-8") for r in records]
     blob = b"\n".join(lines) + b"\n"
@@ -597,7 +597,7 @@ def test_a_results_file_cut_at_any_byte_reads_as_its_whole_records(records: list
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             assert read_records(path) == records[:kept]
-            _drop_torn_tail(path)  # what a resumed run does before it appends
+            drop_torn_tail(path)  # what a resumed run does before it appends
             with path.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps({"qid": "next"}) + "\n")
             assert read_records(path) == [*records[:kept], {"qid": "next"}]

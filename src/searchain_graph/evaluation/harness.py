@@ -50,6 +50,7 @@ __all__ = [  # METHODS, GraphFactory and parse_methods live in evaluation.method
     "METHODS",
     "GraphFactory",
     "RunSummary",
+    "drop_torn_tail",
     "gold_fields",
     "make_record",
     "parse_methods",
@@ -192,7 +193,7 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def _drop_torn_tail(path: Path) -> None:
+def drop_torn_tail(path: Path) -> None:
     """Cut an interrupted last write off ``path``, or end a whole last record with its newline.
 
     The records appended next then start on a line of their own; a torn record's pair is run
@@ -296,7 +297,7 @@ def run_evaluation(
     methods = parse_methods(methods)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    _drop_torn_tail(out_path)
+    drop_torn_tail(out_path)
     recorded = read_records(out_path)  # the file's only read: the summary adds this run's records to it
     existing = {(r["qid"], r["method"]): r for r in recorded if not r.get("error")}
     if rerun_contended:

@@ -175,7 +175,7 @@ class Context:
         None,
         "What the tracing sees of each step: 'pairs' (the paper's: its query and answer), 'passages' (also the "
         "passage IR read for it, to follow where it answers otherwise), 'confirmed' (query and passage, the "
-        "answer only where IR gave it or the reader found it in the passage) or 'reader' (the answer read from "
+        "answer only where IR gave it or the reader found it in the passage), 'reader' (the answer read from "
         "the path's passages alone, the final content composed from the path with it; long-form answers keep "
         "'pairs') or 'reader_confirmed' (the same, with the answers IR gave or found in the passage listed).",
     )
