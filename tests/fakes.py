@@ -99,8 +99,10 @@ class RuleChatModel(BaseChatModel):
 
 
 def is_tracing(messages: Sequence[BaseMessage]) -> bool:
-    """The tracing prompt opens with the paper's tracing sentence; the CoQ prompt does not."""
-    return messages[-1].text.startswith("You can try to generate the final answer for the [Question]")
+    """The tracing prompt opens with the paper's tracing sentence, or the tracing reader's; the CoQ prompt does not."""
+    return messages[-1].text.startswith(
+        ("You can try to generate the final answer for the [Question]", "Answer the question using the paragraphs")
+    )
 
 
 def last_user(messages: Sequence[BaseMessage]) -> str:
@@ -129,10 +131,18 @@ Greyhound buses in {city} leave from {terminal} [3]. So the final answer is {ter
 
 
 def tracing_reply(messages: Sequence[BaseMessage]) -> str | None:
-    """Answer a tracing prompt from its own [Answer n] lines, citing [1..n]."""
+    """Answer a tracing prompt from its own [Answer n] lines, citing [1..n].
+
+    The tracing reader's prompt (``tracing="reader_confirmed"``, the default) is answered with its
+    last checked answer, or nothing when it lists none.
+    """
     text = last_user(messages)
     if not is_tracing(messages):
         return None
+    if text.startswith("Answer the question"):
+        checked = text.rsplit("Checked answers:\n", 1)[1].split("\n\n", 1)[0] if "Checked answers:\n" in text else ""
+        last = checked.splitlines()[-1].rsplit("? ", 1)[-1] if text.count("Checked answers:") > 1 else ""
+        return f"A: {last}"
     tail = text.rsplit('[Question]: "', 1)[1]
     answers = [line.split("]: ", 1)[1] for line in tail.splitlines() if line.startswith("[Answer ")]
     parts = [f"{a.rstrip('.')} [{i}]." for i, a in enumerate(answers, start=1)]

@@ -39,6 +39,10 @@ def llm(chain: str, traced: str | None = None) -> RuleChatModel:
 
 
 def run(model: RuleChatModel, question: str = QUESTION, **kwargs: Any) -> dict[str, Any]:
+    kwargs = {
+        "tracing": "pairs",
+        **kwargs,
+    }  # the replies below are the paper's tracing's (test_tracing_passages: the reader's)
     graph = create_searchain_graph(model, kwargs.pop("retriever", retriever()), ScriptedReader(TREE_READS), **kwargs)
     out: dict[str, Any] = graph.invoke({"question": question})
     json.dumps(out, ensure_ascii=False, allow_nan=False).encode("utf-8")  # every string encodes

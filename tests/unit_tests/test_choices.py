@@ -93,6 +93,8 @@ TRACED = (
 
 def _llm() -> RuleChatModel:
     def respond(messages: Sequence[BaseMessage]) -> str:
+        if messages[-1].text.startswith("Answer the question"):  # the tracing reader (the default)
+            return "Kevin Drew"
         return TRACED if is_tracing(messages) else CHAIN
 
     return RuleChatModel(respond=respond)

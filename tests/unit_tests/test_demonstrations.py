@@ -84,7 +84,9 @@ def _recorder() -> RuleChatModel:
 
 def test_the_graph_sends_demonstrations_as_turns_and_keeps_them_in_the_conversation() -> None:
     llm = _recorder()
-    graph = create_searchain_graph(llm, retriever(), ScriptedReader(TREE_READS), demonstrations="turns")
+    graph = create_searchain_graph(
+        llm, retriever(), ScriptedReader(TREE_READS), demonstrations="turns", tracing="pairs"
+    )
     out = graph.invoke({"question": QUESTION})
     first = llm.calls[0]
     assert [type(m) for m in first] == [HumanMessage, AIMessage, HumanMessage, AIMessage, HumanMessage]
@@ -192,6 +194,7 @@ def _columbus(tracing: str | None) -> dict[str, Any]:
         BM25Retriever.from_documents(COLUMBUS_PASSAGES, k=1),
         ScriptedReader(reads),
         max_rounds=2,
+        tracing="pairs",
     )
     out: dict[str, Any] = graph.invoke({"question": COLUMBUS})
     return out

@@ -56,7 +56,8 @@ def correcting_llm() -> RuleChatModel:
 
 
 def build(llm: RuleChatModel, reader: ScriptedReader, **kwargs: Any) -> Any:
-    return create_searchain_graph(llm, retriever(), reader, **kwargs)
+    """A graph with the paper's tracing, whose output these tests read (test_tracing_passages: the reader's)."""
+    return create_searchain_graph(llm, retriever(), reader, **{"tracing": "pairs", **kwargs})
 
 
 def test_wrong_answer_corrected_when_confident() -> None:

@@ -200,6 +200,7 @@ def test_the_paper_preset_turns_every_adaptation_off() -> None:
 
 
 def _graph(respond: Any, **settings: Any) -> Any:
+    settings = {"tracing": "pairs", **settings}  # tracing_checks is switched on the paper's tracing output
     return create_searchain_graph(RuleChatModel(respond=respond), retriever(), ScriptedReader(READS), **settings)
 
 

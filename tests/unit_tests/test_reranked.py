@@ -126,3 +126,34 @@ def test_the_cli_refuses_a_depth_of_one_and_records_the_choice() -> None:
         parser.parse_args([*command, "1"])
     args = parser.parse_args([*command, "5"])
     assert args.rerank == 5
+
+
+@pytest.mark.parametrize(
+    ("options", "depth"),
+    [
+        ([], 5),  # the tuned preset and the bundled reader
+        (["--rerank", "0"], 0),
+        (["--rerank", "3"], 3),
+        (["--preset", "paper"], 0),  # the paper's top 1
+        (["--preset", "paper", "--rerank", "5"], 5),
+        (["--reader", "llm"], 0),  # an LLM reading five passages per query: five calls
+    ],
+)
+def test_left_out_the_depth_is_the_presets_and_the_readers(options: list[str], depth: int) -> None:
+    from searchain_graph.cli.arguments import rerank_of
+    from searchain_graph.cli.main import _build_parser
+
+    parser = _build_parser()
+    for command in (["ask", "Q?", "--corpus", "c.jsonl"], ["eval", "--dataset", "hotpotqa", "--data", "x.jsonl"]):
+        assert rerank_of(parser.parse_args([*command, *options])) == depth
+
+
+def test_the_cache_key_names_the_retriever_the_reader_and_the_depth() -> None:
+    from searchain_graph.ir.identity import component_key
+
+    keyed = ScriptedReader({})
+    keyed.calibration_key = "scripted:v1"  # type: ignore[attr-defined]
+    five = ReaderReranked(retriever=bm25(), reader=keyed, depth=5)
+    assert five.cache_key and component_key(bm25()).split(":", 1)[1] in five.cache_key
+    assert five.cache_key != ReaderReranked(retriever=bm25(), reader=keyed, depth=4).cache_key
+    assert ReaderReranked(retriever=bm25(), reader=ScriptedReader({}), depth=5).cache_key == ""  # no stable key

@@ -30,6 +30,7 @@ def _graph(llm: Any = None) -> Any:
         confidence_threshold=1.5,
         checkpointer=InMemorySaver(),
         review=True,
+        tracing="pairs",  # the answer is the path's, as each decision left it
     )
 
 

@@ -52,7 +52,7 @@ def test_the_passage_held_back_by_the_gate_reaches_the_final_answer() -> None:
     assert prompt.index("[Query 2]") < prompt.index("[Reference 2]") < prompt.index("[Answer 2]")
 
 
-@pytest.mark.parametrize("context", [Context(), Context(preset="paper"), Context(tracing="pairs")])
+@pytest.mark.parametrize("context", [Context(preset="paper"), Context(tracing="pairs")])
 def test_off_the_tracing_sees_the_pairs_only(context: Context) -> None:
     llm = passage_following_llm()
     graph = create_searchain_graph(llm, retriever(), ScriptedReader(UNSURE), confidence_threshold=1.5)
@@ -80,6 +80,7 @@ def test_the_field_is_checked_set_by_the_presets_and_on_the_command_line() -> No
     with pytest.raises(ValueError, match="tracing must be one of pairs, passages, confirmed"):
         Context(tracing="yes")  # type: ignore[arg-type]
     assert Context(preset="paper").resolved(threshold=1.0, reader_yes_no=False).tracing == "pairs"
+    assert Context().resolved(threshold=1.0, reader_yes_no=False).tracing == "reader_confirmed"
     assert Context(tracing="confirmed").resolved(threshold=1.0, reader_yes_no=False).tracing == "confirmed"
     import argparse
 
@@ -153,9 +154,10 @@ def test_reader_answers_from_the_path_passages_and_the_content_cites_the_path() 
     assert prompt.count("Wikipedia Title: Kevin Drew\n") == 2  # the worked example's and the path's
 
 
-def test_reader_leaves_long_form_answers_to_the_pairs() -> None:
+@pytest.mark.parametrize("task", ["longform", "yesno", "fact"])
+def test_reader_leaves_other_tasks_to_the_pairs(task: str) -> None:
     llm = passage_following_llm()
-    graph = create_searchain_graph(llm, retriever(), ScriptedReader(UNSURE), confidence_threshold=1.5, task="longform")
+    graph = create_searchain_graph(llm, retriever(), ScriptedReader(UNSURE), confidence_threshold=1.5, task=task)
     graph.invoke({"question": QUESTION}, context=Context(tracing="reader"))
     assert not any(call[-1].text.startswith("Answer the question using the paragraphs.") for call in llm.calls)
     assert any(is_tracing(call) for call in llm.calls)
@@ -191,3 +193,38 @@ def test_reader_confirmed_lists_the_answers_ir_stands_behind() -> None:
     unchecked: Any = [dict(path[1])]
     assert "Checked answers" not in reader_prompt("Q?", unchecked, with_confirmed=True)
     assert "Checked answers" not in reader_prompt("Q?", path)
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        ("", "gave no answer"),
+        ("   \n\n", "gave no answer"),
+        ("[Query 1]: Where was Kevin Drew born?\n[Answer 1]: Toronto.", "wrote a chain"),
+        ("If you don't know the answer:", "wrote a chain or the prompt's words"),
+    ],
+)
+def test_a_reader_reply_without_an_answer_leaves_the_paths_answer(reply: str, why: str) -> None:
+    llm = RuleChatModel(respond=lambda m: reply if m[-1].text.startswith("Answer the question") else CHAIN_WRONG)
+    graph = create_searchain_graph(llm, retriever(), ScriptedReader(UNSURE), confidence_threshold=1.5)
+    out = graph.invoke({"question": QUESTION})  # the default: reader_confirmed, tracing checks on
+    assert out["answer"] == "Gare d'autocars de Montreal"  # the path's last answer: nothing was corrected
+    assert out["final_content"].endswith("So the final answer is Gare d'autocars de Montreal.")
+    assert any(why in w and "the path's last answer" in w for w in out["warnings"])
+
+
+def test_a_reader_reply_is_trimmed_and_kept_as_written_without_the_checks() -> None:
+    from searchain_graph.method.adaptations.tracing_passages import reader_reply
+
+    path: Any = [{"index": 1, "query": "Which bus station serves Columbus?", "answer": "Columbus Bus Station."}]
+    content, why = reader_reply(
+        path, 'A: "Columbus Bus Station."\nbecause ...', "Where do buses in Ohio leave?", checks=True
+    )
+    assert why is None and content.endswith("So the final answer is Columbus Bus Station.")
+    # The worked example's answer, for a question about Ohio, is the example copied: the path's answer ends it.
+    content, why = reader_reply(path, "Toronto Coach Terminal", "Where do buses in Ohio leave?", checks=True)
+    assert content.endswith("So the final answer is Columbus Bus Station.")
+    assert why is not None and "repeats the worked example (Toronto, Toronto Coach Terminal)" in why
+    # The paper's rule keeps what the LLM wrote.
+    content, why = reader_reply(path, "Toronto Coach Terminal", "Where do buses in Ohio leave?", checks=False)
+    assert why is None and content.endswith("So the final answer is Toronto Coach Terminal.")

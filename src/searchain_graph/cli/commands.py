@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from searchain_graph.cli.arguments import rerank_of
 from searchain_graph.cli.settings import context_of, set_fields
 from searchain_graph.cli.stack import load_stack
 from searchain_graph.ir.readers.calibration import reader_key
@@ -128,7 +129,7 @@ def run_eval(args: argparse.Namespace) -> int:
                 # which weights and f, e.g. "bundled:minilm_dpr:8112:joint"
                 "reader_key": None if stack.reader is None else reader_key(stack.reader),
                 "retriever": type(stack.retriever).__name__,
-                "rerank": getattr(args, "rerank", 0),  # the retriever's top N re-ranked by the reader (0: none)
+                "rerank": rerank_of(args),  # the retriever's top N re-ranked by the reader (0: none)
                 "concurrency": concurrency,
                 "versions": runtime_versions(),  # what computed the replies (ONNX Runtime, torch, ...)
             },

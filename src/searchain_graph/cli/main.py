@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from searchain_graph.cli.arguments import (
+    DEFAULT_RERANK,
     non_negative_float,
     non_negative_int,
     positive_float,
@@ -138,10 +139,11 @@ def _add_rerank(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rerank",
         type=rerank_depth,
-        default=0,
+        default=None,
         metavar="N",
         help="read the retriever's top N passages for each query with the reader and put the one it is surest "
-        "of first, for every method (0, the default: the retriever's order, as in the paper)",
+        f"of first, for every method; 0: the retriever's order, as in the paper (default: {DEFAULT_RERANK} with "
+        "the tuned preset and the bundled reader, else 0)",
     )
 
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from searchain_graph.cli.arguments import rerank_of
+
 if TYPE_CHECKING:
     from langchain_core.documents import Document
     from langchain_core.language_models import BaseChatModel
@@ -138,7 +140,7 @@ def load_stack(
     if load_reader_now and callable(load):  # a reader with weights loads now, not in its first reading
         load()
         say(f"loaded the {args.reader.split(':')[0]} reader in {time.perf_counter() - t0:.1f} s")
-    depth = int(getattr(args, "rerank", 0) or 0)
+    depth = rerank_of(args)
     if depth:  # every method gets the same re-ranked passages
         from searchain_graph.ir.reranked import ReaderReranked
 

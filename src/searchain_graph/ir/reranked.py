@@ -21,6 +21,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, field_validator
 
+from searchain_graph.ir.identity import component_key
 from searchain_graph.ir.readers.base import ReaderOutput, aread_pairs, passage_of, read_pairs, usable_confidence
 from searchain_graph.ir.retriever_calls import takes_k
 
@@ -75,6 +76,12 @@ class ReaderReranked(BaseRetriever):
         if not callable(getattr(reader, "read", None)) and not callable(getattr(reader, "read_batch", None)):
             raise TypeError(f"reader must have read(query, passage) or read_batch(pairs), got {type(reader).__name__}")
         return reader
+
+    @property
+    def cache_key(self) -> str:
+        """The retriever's and the reader's keys and the depth; empty when either has no stable key."""
+        inner, reader = component_key(self.retriever), component_key(self.reader)
+        return f"{inner}|{reader}|depth={self.depth}" if inner and reader else ""
 
     def _ask(self, k: int | None, *, sync: bool) -> tuple[int, dict[str, Any]]:
         wanted = self.k if k is None else int(k)

@@ -80,7 +80,7 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "answer_checks": True,
         "chain_repair": True,
         "tracing_checks": True,
-        "tracing": "pairs",
+        "tracing": "reader_confirmed",
         "option_answers": True,
         "verify_yes_no": None,  # the reader's answers_yes_no
     },

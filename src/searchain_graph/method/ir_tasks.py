@@ -37,6 +37,7 @@ from langgraph.cache.base import BaseCache
 from langgraph.func import task
 from langgraph.types import CachePolicy
 
+from searchain_graph.ir.identity import component_key
 from searchain_graph.ir.readers.base import ReaderOutput
 from searchain_graph.method.calls import doc_dict
 from searchain_graph.method.state import DocumentDict
@@ -62,21 +63,6 @@ def open_cache(path: str | Path | None) -> BaseCache[Any] | None:
         return SqliteCache(path=str(target))
     except sqlite3.DatabaseError as exc:
         raise ValueError(f"{target} is not an SQLite cache file: {exc}") from exc
-
-
-def component_key(component: Any) -> str:
-    """A retriever's or reader's identity in cache keys: its ``cache_key``, else its ``calibration_key``.
-
-    Returns an empty string when it has neither (the caller then gives it a key of its own).
-    """
-    for name in ("cache_key", "calibration_key"):
-        try:
-            key = getattr(component, name, None)
-        except Exception:  # a property that cannot say (missing files): no stable key
-            key = None
-        if isinstance(key, str) and key:
-            return f"{type(component).__qualname__}:{key}"
-    return ""
 
 
 def unkeyed(component: Any) -> str:

@@ -38,7 +38,12 @@ from langchain_core.runnables import RunnableLambda
 
 from searchain_graph.ir.readers.base import ReaderOutput, usable_confidence
 from searchain_graph.method.adaptations.chain_repair import settle_nodes
-from searchain_graph.method.adaptations.tracing_passages import passages_tracing_turns, reader_prompt, reader_reply
+from searchain_graph.method.adaptations.tracing_passages import (
+    READER_TASKS,
+    passages_tracing_turns,
+    reader_prompt,
+    reader_reply,
+)
 from searchain_graph.method.adaptations.turns import coq_turns, tracing_turns, turn_dicts
 from searchain_graph.method.calls import to_messages, trace_config
 from searchain_graph.method.context import Context, required
@@ -313,11 +318,14 @@ class SearChainSteps:
         if path:
             asked = task_question(state["question"], settings.task)
             layout = required(settings.demonstrations, "demonstrations")
-            if settings.tracing in ("reader", "reader_confirmed") and settings.task != "longform":
+            if settings.tracing in ("reader", "reader_confirmed") and settings.task in READER_TASKS:
                 read = yield Generate.prompt(
                     reader_prompt(asked, path, with_confirmed=settings.tracing == "reader_confirmed")
                 )
-                return final_content(state, settings, reader_reply(path, read))
+                content, why = reader_reply(path, read, state["question"], checks=bool(settings.tracing_checks))
+                out = final_content(state, settings, content)
+                out["warnings"][:0] = [why] if why else []
+                return out
             if settings.tracing in ("passages", "confirmed"):
                 turns = passages_tracing_turns(asked, path, layout, only_confirmed=settings.tracing == "confirmed")
             else:

@@ -178,6 +178,16 @@ def clean_answer(answer: str | None) -> str:
     return " ".join(_SCAFFOLD.sub(" ", _TAG.sub(" ", text)).split())
 
 
+def holds_markers(text: str | None) -> bool:
+    """Whether ``text`` holds a Chain-of-Query marker (``[Query 1]:``) or an echo of the prompt's scaffolding."""
+    return bool(_TAG.search(text or "") or _SCAFFOLD.search(text or ""))
+
+
+def trim_answer(text: str) -> str:
+    """``text`` without the spaces, full stops, quotes and emphasis around it (``"Toronto."`` gives ``Toronto``)."""
+    return _ANSWER_EDGES.sub("", text)
+
+
 STOPWORDS = frozenset(
     "a an the of in on at to for by with from and or is was are were be been being it its this that these "
     "those he she they his her their who whom whose what where when which how did does do as".split()

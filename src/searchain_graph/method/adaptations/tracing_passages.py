@@ -15,8 +15,8 @@ development questions the answer's paragraph was read for more questions than we
 * ``"reader"``: the LLM answers the question from the path's passages alone, in IRCoT's final
   reader layout (``Wikipedia Title: ...`` paragraphs, then the question; one worked example), and
   the final content is composed from *R* with that answer
-  (:func:`~searchain_graph.method.adaptations.tracing_checks.compose_from_path`). A long-form
-  task keeps ``"pairs"``: its answer is a paragraph, not a span of a passage.
+  (:func:`~searchain_graph.method.adaptations.tracing_checks.compose_from_path`). Only multi-hop
+  QA reads this way (:data:`READER_TASKS`); the other tasks keep ``"pairs"``.
 * ``"reader_confirmed"``: the same reader, also shown the steps :func:`confirmed` answers
   ("Checked answers:", one query and answer a line) where there are any.
 
@@ -27,12 +27,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from searchain_graph.method.adaptations.chain_repair import copied_names
 from searchain_graph.method.adaptations.tracing_checks import compose_from_path
 from searchain_graph.method.adaptations.turns import Turn, tracing_turns
-from searchain_graph.method.parsing import answer_contains
+from searchain_graph.method.parsing import answer_contains, holds_markers, strip_citations, trim_answer
 from searchain_graph.method.prompts import (
     TRACING_CONFIRMED_EXAMPLE,
     TRACING_CONFIRMED_INSTRUCTION,
+    TRACING_DEMONSTRATION_NAMES,
     TRACING_PAIR,
     TRACING_PASSAGE_ONLY,
     TRACING_PASSAGE_PAIR,
@@ -45,12 +47,17 @@ from searchain_graph.method.state import Reference
 
 __all__ = [
     "PASSAGE_WORDS",
+    "READER_TASKS",
     "confirmed",
     "pairs_with_passages",
     "passages_tracing_turns",
     "reader_prompt",
     "reader_reply",
 ]
+
+READER_TASKS: tuple[str, ...] = ("multihop",)
+"""Tasks ``"reader"`` and ``"reader_confirmed"`` apply to: multi-hop QA, where they were chosen on
+development questions. A yes/no, fact-checking, slot-filling or long-form answer keeps ``"pairs"``."""
 
 PASSAGE_WORDS = 120
 """Words of each step's passage shown to the LLM (a HotpotQA paragraph is 60-150 words)."""
@@ -137,8 +144,32 @@ def reader_prompt(
     return TRACING_READER_PROMPT.format(paragraphs="\n\n".join(paragraphs), question=question)
 
 
-def reader_reply(path: Sequence[Reference], reply: str) -> str:
-    """The tracing output of ``tracing="reader"``: *R* composed with the answer the reader gave."""
+def reader_reply(path: Sequence[Reference], reply: str, question: str, *, checks: bool) -> tuple[str, str | None]:
+    """The tracing output of ``tracing="reader"``: *R* composed with the answer the reader gave.
+
+    The answer is the reply's first line (``A:`` and the CoQ markers dropped). With ``checks``
+    (``Context.tracing_checks``), a reply that gives no answer, writes a chain instead (``[Query
+    1]: ...``) or repeats the worked example's names, which neither the question nor the path
+    names, is not kept: *R*'s own last answer ends the content, as with the paper's tracing.
+
+    Returns:
+        The ``[Final Content]`` text, and the warning when the reply was not kept.
+    """
     lines = [line.strip() for line in (reply or "").splitlines() if line.strip()]
-    answer = lines[0].removeprefix("A:").strip() if lines else ""
-    return "[Final Content]: " + compose_from_path(path, answer)
+    first = lines[0].removeprefix("A:") if lines else ""
+    answer = trim_answer(first)
+    why = None
+    if checks:
+        on_path = " ".join(f"{r['query']} {r['answer']} {_passage(r, PASSAGE_WORDS)}" for r in path)
+        copied = copied_names(answer, f"{question} {on_path}", TRACING_DEMONSTRATION_NAMES)
+        if not answer:
+            why = "gave no answer"
+        elif holds_markers(answer):
+            why = "wrote a chain or the prompt's words, not an answer"
+        elif copied:
+            why = f"repeats the worked example ({', '.join(copied)})"
+        if why:
+            last = next((r["answer"] for r in reversed(path) if r["answer"]), "")
+            answer = trim_answer(strip_citations(last))
+            why = f"the tracing reader {why}; the final answer is the path's last answer"
+    return "[Final Content]: " + compose_from_path(path, answer), why
