@@ -147,10 +147,10 @@ def reader_prompt(
 def reader_reply(path: Sequence[Reference], reply: str, question: str, *, checks: bool) -> tuple[str, str | None]:
     """The tracing output of ``tracing="reader"``: *R* composed with the answer the reader gave.
 
-    The answer is the reply's first line (``A:`` and the CoQ markers dropped). With ``checks``
-    (``Context.tracing_checks``), a reply that gives no answer, writes a chain instead (``[Query
-    1]: ...``) or repeats the worked example's names, which neither the question nor the path
-    names, is not kept: *R*'s own last answer ends the content, as with the paper's tracing.
+    The answer is the reply's first line, without ``A:`` and the quotes and full stops around it.
+    With ``checks`` (``Context.tracing_checks``), a reply that gives no answer, writes a chain
+    instead (``[Query 1]: ...``) or repeats the worked example's names, which neither the question
+    nor the path names, is not kept: *R*'s own last answer ends the content.
 
     Returns:
         The ``[Final Content]`` text, and the warning when the reply was not kept.
