@@ -324,7 +324,8 @@ class SearChainSteps:
                 )
                 content, why = reader_reply(path, read, state["question"], checks=bool(settings.tracing_checks))
                 out = final_content(state, settings, content)
-                out["warnings"][:0] = [why] if why else []
+                if why:
+                    out["warnings"].insert(0, why)
                 return out
             if settings.tracing in ("passages", "confirmed"):
                 turns = passages_tracing_turns(asked, path, layout, only_confirmed=settings.tracing == "confirmed")

@@ -173,7 +173,7 @@ def clean_answer(answer: str | None) -> str:
     know the answer:"`` is no answer: a run whose chain had no node must not answer with a marker.
     """
     text = answer or ""
-    if not (_TAG.search(text) or _SCAFFOLD.search(text)):
+    if not holds_markers(text):
         return text.strip()
     return " ".join(_SCAFFOLD.sub(" ", _TAG.sub(" ", text)).split())
 
@@ -259,7 +259,7 @@ def extract_final_answer(final_content: str | None, task: str = "multihop") -> s
         if hits:
             match = hits[-1]
             break
-    answer = _ANSWER_EDGES.sub("", str(match.group("ans"))) if match else None
+    answer = trim_answer(str(match.group("ans"))) if match else None
     if task == "yesno":
         probe = answer if answer is not None else text
         found = re.findall(r"\b(yes|no)\b", probe, re.IGNORECASE)
