@@ -15,7 +15,7 @@ from typing import Any
 
 from searchain_graph.ir.corpus import joined_text
 from searchain_graph.method.adaptations.options import answer_as_option
-from searchain_graph.method.adaptations.tracing_checks import checked_tracing
+from searchain_graph.method.adaptations.tracing_checks import checked_tracing, last_answer
 from searchain_graph.method.context import Context
 from searchain_graph.method.limits import bounded_output
 from searchain_graph.method.parsing import drop_invalid_citations, extract_final_answer, parse_chain
@@ -41,7 +41,7 @@ def final_content(state: SearChainState, settings: Context, reply: str | None) -
         return (
             extract_final_answer(content, task)
             or extract_final_answer(chain_content, task)
-            or next((r["answer"] for r in reversed(path) if r["answer"]), "")
+            or last_answer(path)
             or next((n["answer"] for n in reversed(last["nodes"] if last else []) if n["answer"]), "")
         )
 

@@ -18,7 +18,12 @@ from searchain_graph.method.parsing import citations, mentions, strip_citations
 from searchain_graph.method.prompts import TRACING_DEMONSTRATION_NAMES
 from searchain_graph.method.state import Reference
 
-__all__ = ["checked_tracing", "compose_from_path", "statements_against_path"]
+__all__ = ["checked_tracing", "compose_from_path", "last_answer", "statements_against_path"]
+
+
+def last_answer(path: Sequence[Reference]) -> str:
+    """The answer of *R*'s last step that has one (empty when none does)."""
+    return next((r["answer"] for r in reversed(path) if r["answer"]), "")
 
 
 def checked_tracing(
@@ -35,8 +40,7 @@ def checked_tracing(
     """
     copied = copied_names(content, f"{question} {on_path}", TRACING_DEMONSTRATION_NAMES)
     if copied:
-        last = next((r["answer"] for r in reversed(path) if r["answer"]), "")
-        return compose_from_path(path, last), (
+        return compose_from_path(path, last_answer(path)), (
             f"the tracing output repeats the worked example ({', '.join(copied)}), which neither the question "
             "nor the path names; the final content was composed from the path"
         )

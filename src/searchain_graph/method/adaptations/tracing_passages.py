@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from searchain_graph.method.adaptations.chain_repair import copied_names
-from searchain_graph.method.adaptations.tracing_checks import compose_from_path
+from searchain_graph.method.adaptations.tracing_checks import compose_from_path, last_answer
 from searchain_graph.method.adaptations.turns import Turn, tracing_turns
 from searchain_graph.method.parsing import answer_contains, holds_markers, strip_citations, trim_answer
 from searchain_graph.method.prompts import (
@@ -169,7 +169,6 @@ def reader_reply(path: Sequence[Reference], reply: str, question: str, *, checks
         elif copied:
             why = f"repeats the worked example ({', '.join(copied)})"
         if why:
-            last = next((r["answer"] for r in reversed(path) if r["answer"]), "")
-            answer = trim_answer(strip_citations(last))
+            answer = trim_answer(strip_citations(last_answer(path)))
             why = f"the tracing reader {why}; the final answer is the path's last answer"
     return "[Final Content]: " + compose_from_path(path, answer), why
