@@ -6,9 +6,11 @@ import time
 
 import pytest
 
-from searchain_graph.method.adaptations.answer_checks import mistyped, reads_as_date, spelled_alike
+from searchain_graph import ReaderOutput, create_searchain_graph
+from searchain_graph.method.adaptations.answer_checks import mistyped, reads_as_date, spelled_alike, stated_in_question
 from searchain_graph.method.context import Context
 from searchain_graph.method.verdict import ir_verdict
+from tests.fakes import RuleChatModel, ScriptedReader, retriever, tracing_reply
 
 
 @pytest.mark.parametrize(
@@ -80,3 +82,46 @@ def test_the_verdict_passes_a_g_that_cannot_be_the_answer() -> None:
     node = {"index": 1, "query": "Where was X born?", "answer": None, "unsolved": True}
     result = {"document": {"page_content": "p", "metadata": {}}, "answer": "1966", "confidence": 9.0}
     assert ir_verdict(node, result, Context())["action"] == "completion"  # type: ignore[arg-type]
+
+
+LARA = "Alice David is the voice of Lara Croft in a video game developed by which company ?"
+NEVADA = "Randall Cunningham II was a multi-sport athlete at the high school located in what Nevada city?"
+
+
+def test_stated_in_question() -> None:
+    assert stated_in_question(LARA, "Alice David is the voice of Lara Croft.", "Keeley Hawes")
+    assert stated_in_question(LARA, "Alice David", "Keeley Hawes")
+    # g that contains the stated answer says more: it still corrects.
+    assert not stated_in_question(NEVADA, "Nevada", "Summerlin, Nevada")
+    # An answer the question does not state, or none at all.
+    assert not stated_in_question(LARA, "Core Design", "Crystal Dynamics")
+    assert not stated_in_question(LARA, " . ", "Keeley Hawes")
+    assert not stated_in_question("", "Alice David", "Keeley Hawes")
+
+
+def test_the_verdict_keeps_a_stated_answer_only_when_asked() -> None:
+    node = {"index": 1, "query": "Who is the voice of Lara Croft?", "answer": "Alice David.", "unsolved": False}
+    result = {"document": {"page_content": "a passage", "metadata": {}}, "answer": "Keeley Hawes", "confidence": 6.2}
+    on = Context(confidence_threshold=4.26, stated_answers=True)
+    held = ir_verdict(node, result, on, LARA)  # type: ignore[arg-type]
+    assert held["action"] == "pass" and "question itself states" in str(held["reason"])
+    # Off (both presets' default), or without the question: the paper's rule corrects it.
+    assert ir_verdict(node, result, Context(confidence_threshold=4.26), LARA)["action"] == "correction"  # type: ignore[arg-type]
+    assert ir_verdict(node, result, on)["action"] == "correction"  # type: ignore[arg-type]
+    for preset in ("tuned", "paper"):
+        assert Context(preset=preset).resolved(threshold=4.26, reader_yes_no=False).stated_answers is False
+    with pytest.raises(ValueError, match="stated_answers"):
+        Context(stated_answers="yes")  # type: ignore[arg-type]
+
+
+def test_the_graph_gives_the_check_its_question() -> None:
+    question = "Kevin Drew, the performer of Spirit If..., was born in which city?"
+    chain = "[Query 1]: Who performed Spirit If...?\n[Answer 1]: Kevin Drew.\n[Final Content]: Kevin Drew."
+    llm = RuleChatModel(respond=lambda messages: tracing_reply(messages) or chain)
+    reads = {"Spirit If": ReaderOutput("Broken Social Scene", 6.2)}
+    graph = create_searchain_graph(llm, retriever(), ScriptedReader(reads), max_rounds=1)
+    kept = graph.invoke({"question": question}, context=Context(confidence_threshold=4.26, stated_answers=True))
+    check = kept["tree"][0]["checks"][0]
+    assert check["action"] == "pass" and "question itself states" in check["reason"]
+    corrected = graph.invoke({"question": question}, context=Context(confidence_threshold=4.26))
+    assert corrected["tree"][0]["checks"][0]["action"] == "correction"

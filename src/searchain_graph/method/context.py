@@ -68,6 +68,7 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "demonstrations": "instruction",
         "duplicates": "text",
         "answer_checks": False,
+        "stated_answers": False,
         "chain_repair": False,
         "tracing_checks": False,
         "tracing": "pairs",
@@ -78,6 +79,7 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "demonstrations": "turns",
         "duplicates": "meaning",
         "answer_checks": True,
+        "stated_answers": False,
         "chain_repair": True,
         "tracing_checks": True,
         "tracing": "reader_confirmed",
@@ -86,6 +88,9 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
     },
 }
 """What each preset gives the fields left at ``None``; ``verify_yes_no=None`` asks the reader."""
+
+_PRESET_BOOLS = ("verify_yes_no", "answer_checks", "stated_answers", "chain_repair", "tracing_checks", "option_answers")
+"""The switches a preset sets: True, False or None (the preset's)."""
 
 
 def normalize_task(task: str) -> str:
@@ -161,6 +166,11 @@ class Context:
         "A confident g overrules the LLM only when it can answer the query (no date for a place or person) and "
         "is not the answer's own words spelled one letter apart.",
     )
+    stated_answers: bool | None = _setting(
+        None,
+        "A confident g does not overrule an answer the question itself states (the LLM's answer is the "
+        "question's words) unless g contains it. Off in both presets.",
+    )
     chain_repair: bool | None = _setting(
         None,
         "Repair the parsed chain before IR checks it: drop a node cut by the token budget, treat an answer that "
@@ -203,7 +213,7 @@ class Context:
         for name in ("verification", "completion"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        for name in ("verify_yes_no", "answer_checks", "chain_repair", "tracing_checks", "option_answers"):
+        for name in _PRESET_BOOLS:
             if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True, False or None (the preset's), got {getattr(self, name)!r}")
         if not isinstance(self.task, str):

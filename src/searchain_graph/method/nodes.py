@@ -255,7 +255,7 @@ class SearChainSteps:
                 continue
             result = results[node["query"]]
             verdict = self.judge.invoke(
-                {"node": node, "result": result, "settings": settings},
+                {"node": node, "result": result, "settings": settings, "question": state["question"]},
                 config=trace_config("ir_check_node", rnd, searchain_node=node["index"]),
             )
             reviewed: ReviewDecision | None = None

@@ -12,7 +12,8 @@
   ``Context(verify_yes_no=True)`` (and the paper's preset) verifies them anyway.
 * **A g that cannot be the answer** does not overrule it (:mod:`~searchain_graph.method.adaptations.answer_checks`):
   a date or number for a query that asks for a place or a person, and the answer's own words
-  spelled about one letter differently ("Puttana Kanagal" / "Puttanna Kanagal").
+  spelled about one letter differently ("Puttana Kanagal" / "Puttanna Kanagal"); with
+  ``stated_answers``, an answer the question itself states.
 
 The graph (:mod:`searchain_graph.method.nodes`) and the oracle-chain benchmark
 (:mod:`searchain_graph.evaluation.oracle`) share this one decision function.
@@ -29,7 +30,7 @@ from langchain_core.documents import Document
 
 from searchain_graph.ir.corpus import passage_text
 from searchain_graph.ir.readers.base import usable_confidence
-from searchain_graph.method.adaptations.answer_checks import mistyped, spelled_alike
+from searchain_graph.method.adaptations.answer_checks import mistyped, spelled_alike, stated_in_question
 from searchain_graph.method.context import DEFAULT_THRESHOLD, Context, required
 from searchain_graph.method.parsing import answer_contains, normalize_answer
 from searchain_graph.method.state import ChainNode, Check, Feedback, Reference
@@ -76,7 +77,7 @@ def _rouge_scorer() -> Any:
     return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
 
 
-def ir_verdict(node: ChainNode, result: IRResult, settings: Context) -> dict[str, Any]:
+def ir_verdict(node: ChainNode, result: IRResult, settings: Context, question: str = "") -> dict[str, Any]:
     """Algorithm 1's ``IR(q_i, a_i)``: pass, correction or completion for one node.
 
     Args:
@@ -84,7 +85,9 @@ def ir_verdict(node: ChainNode, result: IRResult, settings: Context) -> dict[str
         result: What IR found: ``document`` (a dict, or ``None``), the reader's ``answer`` *g*
             and ``confidence`` *f*.
         settings: The run's settings: ``completion``, ``verification``, θ
-            (``confidence_threshold``), α (``rouge_threshold``), ``task`` and ``verify_yes_no``.
+            (``confidence_threshold``), α (``rouge_threshold``), ``task``, ``verify_yes_no``,
+            ``answer_checks`` and ``stated_answers``.
+        question: The run's question, read by ``stated_answers`` only.
 
     Returns:
         ``{"action": ..., "reason": ...}``: ``"completion"`` for an unsolved query (whatever
@@ -120,6 +123,8 @@ def ir_verdict(node: ChainNode, result: IRResult, settings: Context) -> dict[str
     wrong_kind = mistyped(node["query"], g) if settings.answer_checks else None
     if wrong_kind:
         return {"action": "pass", "reason": f"f > θ but {wrong_kind}"}
+    if settings.stated_answers and stated_in_question(question, node["answer"] or "", g):
+        return {"action": "pass", "reason": "f > θ but the question itself states the answer"}
     return {"action": "correction", "reason": "f > θ and g is not in the answer"}
 
 
