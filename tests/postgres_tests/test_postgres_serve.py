@@ -54,7 +54,7 @@ def test_two_replicas_share_their_runs_and_lose_none_over_ten_kills(postgres_url
             k = i % 2
             wait_healthy(processes[k], ports[k], log=logs[k])
             started.append(post_run(ports[k], f"{QUESTION} ({i})"))
-            time.sleep(rng.uniform(0.1, 1.2))  # a run lasts about 1.5 s: the kill lands in it
+            time.sleep(rng.uniform(0.2, 1.6))  # a run lasts about 3 s: the kill lands in it
             kill_session(processes[k])
             processes[k] = start_serve(postgres_url, ports[k], logs[k], wait=False)
         for process, port, log in zip(processes, ports, logs, strict=True):
