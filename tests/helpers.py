@@ -101,10 +101,8 @@ def wait_healthy(process: Any, port: int, *, within: float = 120.0, log: Path | 
 
 def start_serve(db: str | Path, port: int, log: Path, *, wait: bool = True) -> Any:
     """``searchain serve --db DB`` on ``port`` in a session of its own, with the paced rule LLM
-    (:func:`tests.fakes.paced_serve_llm`), BM25 over the demo corpus and the LLM reader (``--reader
-    llm``: no torch to import, so a restart takes about 2 s instead of the bundled reader's 8 s; the
-    bundled reader's server is run in the serve and browser tests); its output appended to ``log``.
-    ``wait``: return once it answers ``/healthz``.
+    (:func:`tests.fakes.paced_serve_llm`), BM25 over the demo corpus and the bundled reader; its
+    output appended to ``log``. ``wait``: return once it answers ``/healthz``.
     """
     import os
     import subprocess
@@ -113,7 +111,7 @@ def start_serve(db: str | Path, port: int, log: Path, *, wait: bool = True) -> A
     root = Path(__file__).resolve().parents[1]
     command = [sys.executable, "-m", "searchain_graph", "serve", "--model", "import:tests.fakes:paced_serve_llm"]
     command += ["--corpus", str(root / "examples" / "data" / "searchain_demo.jsonl"), "--port", str(port)]
-    command += ["--reader", "llm", "--db", str(db), "--quiet"]
+    command += ["--db", str(db), "--quiet"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)}
     with log.open("ab") as out:
         process = subprocess.Popen(

@@ -3,7 +3,7 @@
 A run started through one replica is followed through the other to its end; then replicas are
 SIGKILLed mid-run ten times (each restarted at once, while the other one serves the next run):
 every run completes, from its checkpoint or its question, or is marked failed with the reason,
-and none is lost. The stack is BM25 over the demo corpus, the LLM reading (a restart is quick), with
+and none is lost. The stack is the real one (BM25 over the demo corpus, the bundled reader) with
 the paced rule LLM of :func:`tests.fakes.paced_serve_llm` (0.4 s a call: a run lasts seconds).
 """
 

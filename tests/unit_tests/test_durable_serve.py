@@ -1,7 +1,7 @@
 """``searchain serve --db``, SIGKILLed mid-run ten times: after each restart every run completes
 or is marked failed with the reason, and none is lost (SQLite with one process).
 
-The real command (BM25 over the demo corpus; the LLM reads, so that a restart is quick) and a rule
+The real command with the real stack (BM25 over the demo corpus, the bundled reader) and a rule
 LLM that takes 0.4 s a call (:func:`tests.fakes.paced_serve_llm`), so that a run lasts a few
 seconds; each kill lands at a seeded random moment of the newest run.
 """
