@@ -101,8 +101,10 @@ def wait_healthy(process: Any, port: int, *, within: float = 120.0, log: Path | 
 
 def start_serve(db: str | Path, port: int, log: Path, *, wait: bool = True) -> Any:
     """``searchain serve --db DB`` on ``port`` in a session of its own, with the paced rule LLM
-    (:func:`tests.fakes.paced_serve_llm`), BM25 over the demo corpus and the bundled reader; its
-    output appended to ``log``. ``wait``: return once it answers ``/healthz``.
+    (:func:`tests.fakes.paced_serve_llm`), BM25 over the demo corpus and the LLM reader (``--reader
+    llm``: no torch to import, so a restart takes about 2 s instead of the bundled reader's 8 s; the
+    bundled reader's server is run in the serve and browser tests); its output appended to ``log``.
+    ``wait``: return once it answers ``/healthz``.
     """
     import os
     import subprocess
@@ -111,7 +113,7 @@ def start_serve(db: str | Path, port: int, log: Path, *, wait: bool = True) -> A
     root = Path(__file__).resolve().parents[1]
     command = [sys.executable, "-m", "searchain_graph", "serve", "--model", "import:tests.fakes:paced_serve_llm"]
     command += ["--corpus", str(root / "examples" / "data" / "searchain_demo.jsonl"), "--port", str(port)]
-    command += ["--db", str(db), "--quiet"]
+    command += ["--reader", "llm", "--db", str(db), "--quiet"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)}
     with log.open("ab") as out:
         process = subprocess.Popen(
@@ -130,6 +132,26 @@ def kill_session(process: Any) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+
+
+def kill_mid_run(process: Any, port: int, run_id: str, rng: Any, *, within: float = 60.0) -> None:
+    """SIGKILL the server ``process`` (its whole session) while its run ``run_id`` is in flight.
+
+    Waits until ``GET /runs/{run_id}`` on ``port`` says ``running``, then a further moment drawn by
+    ``rng`` (0-0.6 s, shorter than a run of the paced LLM), so that kills land early and late in
+    runs whatever the machine's speed. Fails if the run never starts within ``within`` seconds.
+    """
+    import httpx
+
+    deadline = time.monotonic() + within
+    while True:
+        run = httpx.get(f"http://127.0.0.1:{port}/runs/{run_id}", timeout=10).json()
+        if run["status"] == "running":
+            break
+        assert run["status"] == "queued" and time.monotonic() < deadline, run
+        time.sleep(0.02)
+    time.sleep(rng.uniform(0.0, 0.6))
+    kill_session(process)
 
 
 def post_run(port: int, question: str) -> str:

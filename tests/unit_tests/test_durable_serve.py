@@ -1,20 +1,19 @@
 """``searchain serve --db``, SIGKILLed mid-run ten times: after each restart every run completes
 or is marked failed with the reason, and none is lost (SQLite with one process).
 
-The real command with the real stack (BM25 over the demo corpus, the bundled reader) and a rule
+The real command (BM25 over the demo corpus; the LLM reads, so that a restart is quick) and a rule
 LLM that takes 0.4 s a call (:func:`tests.fakes.paced_serve_llm`), so that a run lasts a few
-seconds; each kill lands at a seeded random moment of the newest run.
+seconds; each kill lands at a seeded random moment of the newest run, once it runs.
 """
 
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import assert_runs_end, free_port, kill_session, post_run, serve_events, start_serve
+from tests.helpers import assert_runs_end, free_port, kill_mid_run, kill_session, post_run, serve_events, start_serve
 
 pytest.importorskip("starlette")
 pytest.importorskip("langgraph.checkpoint.sqlite")
@@ -34,8 +33,7 @@ def test_runs_survive_ten_kills_of_the_server(tmp_path: Path) -> None:
     try:
         for i in range(KILLS):
             started.append(post_run(port, f"{QUESTION} ({i})"))
-            time.sleep(rng.uniform(0.2, 1.6))  # a run lasts about 3 s: the kill lands in it
-            kill_session(process)
+            kill_mid_run(process, port, started[-1], rng)
             process = start_serve(db, port, log)
         assert_runs_end(port, port, started, within=120)
         notes = [
