@@ -13,9 +13,11 @@ D=${SEARCHAIN_DATA:-../shared/data}
 OUT=docs/results/qwen
 # The configuration chosen on the dev questions (README.md here): demonstrations as chat turns,
 # DuplicateQuery by meaning; the bundled reader at its calibrated θ; BM25 over each dataset's paragraphs.
+# The engine, the tracing and the retriever of that time are pinned (ONNX Runtime GenAI, the paper's tracing,
+# each query's top-1 passage): the defaults have changed since (current/run.sh runs them).
 # --rerun-contended: a pair whose seconds were measured while other processes took a quarter of a core or
 # more (its record's cpu) runs again; its new record supersedes the old one.
-COMMON=(--reader bundled --demonstrations turns --duplicates meaning --limit 100 --quiet --rerun-contended)
+COMMON=(--llm-backend onnx-int4 --tracing pairs --rerank 0 --reader bundled --demonstrations turns --duplicates meaning --limit 100 --quiet --rerun-contended)
 
 searchain eval --dataset hotpotqa --data "$D/hotpotqa/ircot_dev_subsampled.first200.jsonl" \
   --methods searchain,searchain_no_ir,ircot,direct_retrieval,cot --out "$OUT/hotpotqa.jsonl" "${COMMON[@]}"

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 D=${SEARCHAIN_DATA:-../shared/data}
 OUT=docs/results/qwen
-COMMON=(--reader bundled --demonstrations turns --duplicates meaning --quiet --rerun-contended)
+COMMON=(--llm-backend onnx-int4 --tracing pairs --rerank 0 --reader bundled --demonstrations turns --duplicates meaning --quiet --rerun-contended)
 HOTPOT="$D/hotpotqa/ircot_dev_subsampled.first200.jsonl"
 
 searchain eval --dataset hotpotqa --data "$HOTPOT" --limit 100 --methods cot --max-new-tokens 512 \
