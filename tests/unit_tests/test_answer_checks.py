@@ -105,11 +105,12 @@ def test_the_verdict_keeps_a_stated_answer_only_when_asked() -> None:
     on = Context(confidence_threshold=4.26, stated_answers=True)
     held = ir_verdict(node, result, on, LARA)  # type: ignore[arg-type]
     assert held["action"] == "pass" and "question itself states" in str(held["reason"])
-    # Off (both presets' default), or without the question: the paper's rule corrects it.
-    assert ir_verdict(node, result, Context(confidence_threshold=4.26), LARA)["action"] == "correction"  # type: ignore[arg-type]
+    # Off (the paper's preset), or without the question: the paper's rule corrects it.
+    off = Context(confidence_threshold=4.26, stated_answers=False)
+    assert ir_verdict(node, result, off, LARA)["action"] == "correction"  # type: ignore[arg-type]
     assert ir_verdict(node, result, on)["action"] == "correction"  # type: ignore[arg-type]
-    for preset in ("tuned", "paper"):
-        assert Context(preset=preset).resolved(threshold=4.26, reader_yes_no=False).stated_answers is False
+    assert Context(preset="tuned").resolved(threshold=4.26, reader_yes_no=False).stated_answers is True
+    assert Context(preset="paper").resolved(threshold=4.26, reader_yes_no=False).stated_answers is False
     with pytest.raises(ValueError, match="stated_answers"):
         Context(stated_answers="yes")  # type: ignore[arg-type]
 
@@ -123,5 +124,5 @@ def test_the_graph_gives_the_check_its_question() -> None:
     kept = graph.invoke({"question": question}, context=Context(confidence_threshold=4.26, stated_answers=True))
     check = kept["tree"][0]["checks"][0]
     assert check["action"] == "pass" and "question itself states" in check["reason"]
-    corrected = graph.invoke({"question": question}, context=Context(confidence_threshold=4.26))
+    corrected = graph.invoke({"question": question}, context=Context(confidence_threshold=4.26, stated_answers=False))
     assert corrected["tree"][0]["checks"][0]["action"] == "correction"

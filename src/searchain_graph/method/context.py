@@ -79,7 +79,7 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "demonstrations": "turns",
         "duplicates": "meaning",
         "answer_checks": True,
-        "stated_answers": False,
+        "stated_answers": True,
         "chain_repair": True,
         "tracing_checks": True,
         "tracing": "reader_confirmed",
@@ -169,7 +169,7 @@ class Context:
     stated_answers: bool | None = _setting(
         None,
         "A confident g does not overrule an answer the question itself states (the LLM's answer is the "
-        "question's words) unless g contains it. Off in both presets.",
+        "question's words) unless g contains it. Empty: 'paper' does not; 'tuned' does.",
     )
     chain_repair: bool | None = _setting(
         None,

@@ -13,7 +13,7 @@ chains of the dev samples, two kinds of confident reads broke correct nodes:
   some words of the answer differ from it by about one letter (see its docstring), with the same
   digits.
 
-A third check, off in both presets until it is measured end to end (``Context.stated_answers``):
+A third check, the tuned preset's (``Context.stated_answers``; the paper's preset has none):
 
 * **An answer the question states.** "Alice David is the voice of Lara Croft in a video game
   developed by which company?": node 1 asked "Who is the voice of Lara Croft?", the LLM answered
