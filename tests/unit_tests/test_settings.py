@@ -128,10 +128,12 @@ def test_a_context_overrides_the_factory_field_by_field() -> None:
 def test_presets_fill_the_adaptations_a_context_leaves_empty() -> None:
     paper = Context(preset="paper").resolved(threshold=2.0, reader_yes_no=False)
     assert (paper.demonstrations, paper.duplicates, paper.verify_yes_no) == ("instruction", "text", True)
-    assert not any((paper.answer_checks, paper.chain_repair, paper.tracing_checks, paper.option_answers))
+    assert not any(
+        (paper.answer_checks, paper.chain_repair, paper.tracing_checks, paper.option_answers, paper.date_order)
+    )
     tuned = Context().resolved(threshold=2.0, reader_yes_no=False)
     assert (tuned.demonstrations, tuned.duplicates, tuned.verify_yes_no) == ("turns", "meaning", False)
-    assert all((tuned.answer_checks, tuned.chain_repair, tuned.tracing_checks, tuned.option_answers))
+    assert all((tuned.answer_checks, tuned.chain_repair, tuned.tracing_checks, tuned.option_answers, tuned.date_order))
     assert tuned.confidence_threshold == 2.0
     # A field set by hand wins over the preset; an explicit θ over the reader's.
     mixed = Context(preset="paper", demonstrations="turns", confidence_threshold=3).resolved(

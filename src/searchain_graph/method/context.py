@@ -73,6 +73,7 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "tracing_checks": False,
         "tracing": "pairs",
         "option_answers": False,
+        "date_order": False,
         "verify_yes_no": True,
     },
     "tuned": {
@@ -84,12 +85,21 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "tracing_checks": True,
         "tracing": "reader_confirmed",
         "option_answers": True,
+        "date_order": True,
         "verify_yes_no": None,  # the reader's answers_yes_no
     },
 }
 """What each preset gives the fields left at ``None``; ``verify_yes_no=None`` asks the reader."""
 
-_PRESET_BOOLS = ("verify_yes_no", "answer_checks", "stated_answers", "chain_repair", "tracing_checks", "option_answers")
+_PRESET_BOOLS = (
+    "verify_yes_no",
+    "answer_checks",
+    "stated_answers",
+    "chain_repair",
+    "tracing_checks",
+    "option_answers",
+    "date_order",
+)
 """The switches a preset sets: True, False or None (the preset's)."""
 
 
@@ -193,6 +203,11 @@ class Context:
         None,
         "A question that offers two answers ('..., A or B?') gets the option the chain links its answer to, "
         "when the answer names neither.",
+    )
+    date_order: bool | None = _setting(
+        None,
+        "A question that asks which of two options comes first or last in time ('Who was born first, A or B?') "
+        "is answered from the dates the path gives for each option, when it gives one for both.",
     )
 
     def __post_init__(self) -> None:

@@ -2,10 +2,11 @@
 
 ``Tracing(T, R)`` asks the LLM to write the final content with ``[n]`` citations of *R*'s passages.
 Citations of passages that do not exist are removed, and the answer is the one the content states
-("the final answer is ..."), else the chain's, else the last on the path. Two adaptations act here
+("the final answer is ..."), else the chain's, else the last on the path. Three adaptations act here
 when their ``Context`` fields are on: the tracing checks
-(:mod:`~searchain_graph.method.adaptations.tracing_checks`) and the options' answer
-(:mod:`~searchain_graph.method.adaptations.options`).
+(:mod:`~searchain_graph.method.adaptations.tracing_checks`), the options' answer
+(:mod:`~searchain_graph.method.adaptations.options`) and the order of two dates
+(:mod:`~searchain_graph.method.adaptations.date_order`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from searchain_graph.ir.corpus import joined_text
+from searchain_graph.method.adaptations.date_order import dated_pairs, ordered_answer
 from searchain_graph.method.adaptations.options import answer_as_option
-from searchain_graph.method.adaptations.tracing_checks import checked_tracing, last_answer
+from searchain_graph.method.adaptations.tracing_checks import checked_tracing, compose_from_path, last_answer
 from searchain_graph.method.context import Context
 from searchain_graph.method.limits import bounded_output
 from searchain_graph.method.parsing import drop_invalid_citations, extract_final_answer, parse_chain
@@ -65,6 +67,11 @@ def final_content(state: SearChainState, settings: Context, reply: str | None) -
         answer, chosen = answer_as_option(state["question"], answer, _pairs(path))
         if chosen:
             update["warnings"].append(chosen)
+    if settings.date_order:
+        ordered, why = ordered_answer(state["question"], answer, dated_pairs(path))
+        if why:
+            answer, content = ordered, compose_from_path(path, ordered)
+            update["warnings"].append(f"{why}; the final content was composed from the path")
     out = bounded_output(content, answer, update["warnings"], no_answer=NO_ANSWER)
     return {**update, **out}
 

@@ -15,6 +15,7 @@ module                                 ``Context`` field             what it cha
 :mod:`.tracing_checks`                 ``tracing_checks``            uncited or contradicting tracing replaced
 :mod:`.tracing_passages`               ``tracing``                   the tracing shown each step's passage
 :mod:`.options`                        ``option_answers``            "A or B?" answered with an option
+:mod:`.date_order`                     ``date_order``                "born first, A or B?" answered from the dates
 =====================================  ============================  =============================================
 
 ``verify_yes_no`` is the one more field the presets set: the paper verifies every answer; the
