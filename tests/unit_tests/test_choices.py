@@ -257,14 +257,16 @@ def test_only_the_dates_ir_read_are_compared() -> None:
     assert ordered_answer("Who died first, Ann Lee or Bo Kim?", "Bo Kim", dated_pairs(path)) == ("Bo Kim", None)
 
 
-def test_searchain_without_ir_answers_an_order_from_the_dates_of_its_chain() -> None:
+def test_searchain_without_ir_keeps_its_own_conclusion_from_its_own_dates() -> None:
+    # Without IR no date was read in a passage: the chain's dates are the LLM's memory, and the
+    # order is not recomputed from them.
     chain = (
         "[Query 1]: When was Kevin Drew born?\n[Answer 1]: September 9, 1976.\n"
-        "[Query 2]: When was Shirley Temple born?\n[Answer 2]: April 23, 1928.\n"
-        "[Final Content]: Kevin Drew was born first. So the final answer is Kevin Drew."
+        "[Query 2]: When was Shirley Temple born?\n[Answer 2]: April 23, 1988.\n"
+        "[Final Content]: Shirley Temple was born first. So the final answer is Shirley Temple."
     )
     out = create_searchain_no_ir_graph(RuleChatModel(respond=lambda m: chain)).invoke(
         {"question": "Who was born first, Kevin Drew or Shirley Temple?"}
     )
     assert out["answer"] == "Shirley Temple"
-    assert any("'Kevin Drew' 1976-09-09 and 'Shirley Temple' 1928-04-23" in w for w in out["warnings"])
+    assert not any("the question asks the" in w for w in out["warnings"])

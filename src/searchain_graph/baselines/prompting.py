@@ -33,7 +33,6 @@ from searchain_graph.baselines.prompts import (
     DIRECT_EXAMPLE,
     DIRECT_PROMPT,
 )
-from searchain_graph.method.adaptations.date_order import ordered_answer
 from searchain_graph.method.adaptations.options import answer_as_option
 from searchain_graph.method.adaptations.turns import no_ir_turns, turn_dicts
 from searchain_graph.method.calls import to_messages
@@ -163,14 +162,11 @@ def create_searchain_no_ir_graph(
         )
         if not answer:
             warnings.append("the LLM stated no answer")
-        # As SearChain's tuned preset does, over the chain's own pairs (there is no path without IR).
+        # As SearChain's tracing does, over the chain's own pairs (there is no path without IR).
         pairs = [(n["query"], n["answer"] or "") for n in parsed.nodes]
         answer, chosen = answer_as_option(state["question"], answer, pairs)
         if chosen:
             warnings.append(chosen)
-        answer, ordered = ordered_answer(state["question"], answer, pairs)
-        if ordered:
-            warnings.append(ordered)
         return {"final_content": text.strip(), "answer": answer, "warnings": warnings}
 
     return one_node_graph(

@@ -4,8 +4,8 @@
 first, A or B?" name their two possible answers and ask which is earlier (or later). The chain
 can find both dates, and a small model can still draw the wrong conclusion from them ("6 October
 1988" and "February 27, 1975", "So the final answer is David Dzakhov"). :func:`ordered_answer`
-compares the dates themselves when the chain's pairs give exactly one for each option (*R*'s steps
-with the dates IR read, :func:`dated_pairs`; without IR, the chain's own nodes): a step whose
+compares the dates themselves when *R* gives exactly one for each option, counting only the dates
+IR read (:func:`dated_pairs`; SearChain w/o IR reads no passage and keeps its answer): a step whose
 query names the option, or names the entity a step on that option gave (its director, its
 founder), and asks the date the question is about (a birth for "older" or "born first", a death
 for "died first", any other date for "released earlier"). When a date is missing, two differ for
