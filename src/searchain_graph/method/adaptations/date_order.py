@@ -66,6 +66,9 @@ _DIRECTION = re.compile(rf"\b(?P<early>{_EARLY})\b|\b(?P<late>{_LATE})\b", re.IG
 _DEATH = re.compile(r"\b(died|die|dies|death|passed away)\b", re.IGNORECASE)
 _BIRTH = re.compile(r"\b(born|birth|birthday|older|oldest|younger|youngest|elder)\b", re.IGNORECASE)
 _AGE = re.compile(r"\b(older|oldest|younger|youngest|elder)\b", re.IGNORECASE)
+_PERSON = re.compile(r"\b(who|person|director|composer|author)\b", re.IGNORECASE)
+_ASKS_BIRTH = re.compile(r"\b(born|birth|birthday|age)\b", re.IGNORECASE)
+_BORN = re.compile(r"\b(born|birth)\b", re.IGNORECASE)
 _AUXILIARY = ("was", "were", "is", "are", "did", "does", "do")
 
 
@@ -99,11 +102,7 @@ def date_order_of(question: str) -> DateOrder | None:
     if len(found) != 1:
         return None
     event: Event = "death" if _DEATH.search(head) else "birth" if _BIRTH.search(head) else "any"
-    if (
-        event == "birth"
-        and _AGE.search(head)
-        and not re.search(r"\b(who|person|director|composer|author)\b", head, re.I)
-    ):
+    if event == "birth" and _AGE.search(head) and not _PERSON.search(head):
         event = "any"  # "Which film is older": a release, not a birth
     return DateOrder(options=options, event=event, earliest="early" in found)
 
@@ -165,10 +164,10 @@ def dated_pairs(path: Sequence[Reference]) -> list[tuple[str, str]]:
 def _asks(query: str, event: Event) -> bool:
     """Whether a step's query asks a date of ``event`` (any date: one of neither birth nor death)."""
     if event == "birth":
-        return bool(re.search(r"\b(born|birth|birthday|age)\b", query, re.I))
+        return bool(_ASKS_BIRTH.search(query))
     if event == "death":
         return bool(_DEATH.search(query))
-    return not _DEATH.search(query) and not re.search(r"\b(born|birth)\b", query, re.I)
+    return not _DEATH.search(query) and not _BORN.search(query)
 
 
 def _date_of(option: str, pairs: Sequence[tuple[str, str]], event: Event) -> tuple[int, int | None, int | None] | None:
