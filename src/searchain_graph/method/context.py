@@ -207,7 +207,7 @@ class Context:
     date_order: bool | None = _setting(
         None,
         "A question that asks which of two options comes first or last in time ('Who was born first, A or B?') "
-        "is answered from the dates the path gives for each option, when it gives one for both.",
+        "is answered from the dates IR read for each option on the path, when it has one for both.",
     )
 
     def __post_init__(self) -> None:
