@@ -28,6 +28,8 @@ from searchain_graph.method.state import Reference
 __all__ = ["DateOrder", "date_order_of", "dated_pairs", "dates_in", "ordered_answer"]
 
 Event = Literal["birth", "death", "any"]
+Date = tuple[int, int | None, int | None]
+"""(year, month, day); a bare year has no month or day."""
 
 _MONTHS = {
     name: number
@@ -128,7 +130,7 @@ def _alternative(question: str) -> tuple[tuple[str, str], str] | None:
     return (parts[0].strip(), " ".join(words[:-tail])), " ".join(words[-tail:]) + "?"
 
 
-def dates_in(text: str) -> list[tuple[int, int | None, int | None]]:
+def dates_in(text: str) -> list[Date]:
     """The dates ``text`` states, in order, as (year, month, day); a bare year has no month or day."""
     found = []
     for m in _DATE.finditer(text or ""):
@@ -170,7 +172,7 @@ def _asks(query: str, event: Event) -> bool:
     return not _DEATH.search(query) and not _BORN.search(query)
 
 
-def _date_of(option: str, pairs: Sequence[tuple[str, str]], event: Event) -> tuple[int, int | None, int | None] | None:
+def _date_of(option: str, pairs: Sequence[tuple[str, str]], event: Event) -> Date | None:
     """The one date the ``pairs`` give for ``option``, directly or through an entity a pair gave for it."""
     names = _names(option)
     about = list(names)
@@ -193,7 +195,7 @@ def _names(option: str) -> list[str]:
     return [n for n in dict.fromkeys((option, bare)) if normalize_answer(n)]
 
 
-def _before(a: tuple[int, int | None, int | None], b: tuple[int, int | None, int | None]) -> bool | None:
+def _before(a: Date, b: Date) -> bool | None:
     """Whether date ``a`` is before ``b``; None when they cannot be told apart."""
     for x, y in zip(a, b, strict=True):
         if x is None or y is None:
@@ -231,5 +233,5 @@ def ordered_answer(question: str, answer: str, pairs: Iterable[tuple[str, str]])
     )
 
 
-def _shown(date: tuple[int, int | None, int | None]) -> str:
+def _shown(date: Date) -> str:
     return "-".join(f"{part:02d}" if i else str(part) for i, part in enumerate(date) if part is not None)
