@@ -127,6 +127,27 @@ def test_records_resume_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert one.question_records == [r for r in again.records if r["qid"] == "q1"]
 
 
+def test_records_without_the_datasets_text_resume_and_report(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    kwargs: dict[str, Any] = {"llm": chain_llm(), "retriever": retriever(), "reader": ScriptedReader(CONFIDENT)}
+    gold = [{"title": "Kevin Drew", "text": PASSAGES[1].page_content, "is_supporting": True}]  # the corrected node's
+    questions = [{**example("q1"), "paragraphs": gold}, example("q2", answers=("Montreal",))]
+    first = run_evaluation(questions, ["searchain", "cot"], out_path=out, keep_text=False, **kwargs)
+    assert (first.ran, first.errors) == (4, 0)
+    assert QUESTION not in out.read_text(encoding="utf-8")  # nor any other field that quotes the dataset
+    records = {(r["qid"], r["method"]): r for r in read_records(out)}
+    assert not any(set(harness.TEXT_FIELDS) & set(r) for r in records.values())
+    searchain = records[("q1", "searchain")]
+    assert searchain["prediction"] == "Toronto Coach Terminal" and searchain["metrics"]["cover_em"] == 1.0
+    assert searchain["sources"] == ["llm", "corrected", "llm"]
+    assert searchain["node_verdicts"] == {"supporting paragraphs": ["helps"]}  # judged while the gold was at hand
+    # A resumed run reads these records as done, whether or not it keeps the text.
+    again = run_evaluation(questions, ["searchain", "cot"], out_path=out, **kwargs)
+    assert (again.ran, again.skipped) == (0, 4)
+    report = render_report(again.records)
+    assert "| searchain | 50.0" in report and "| hotpotqa | supporting paragraphs | 1 | 1 (100.0%)" in report
+
+
 def test_the_report_links_each_questions_tree(tmp_path: Path) -> None:
     out = tmp_path / "results.jsonl"
     run_evaluation(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -201,6 +202,27 @@ def test_the_sub_answer_judge_catches_a_correction_the_paragraph_judge_calls_hel
     text = render_report([record])
     assert "| musique | supporting paragraphs | 1 | 1 (100.0%) | 0 (0.0%) | 0 (0.0%) |" in text
     assert "| musique | sub-answers | 1 | 0 (0.0%) | 1 (100.0%) | 0 (0.0%) |" in text
+
+
+def test_a_record_without_text_keeps_its_scores_and_judged_nodes() -> None:
+    from searchain_graph.evaluation.harness import TEXT_FIELDS, without_text
+
+    record = _debs()
+    bare = without_text(record)
+    assert not set(TEXT_FIELDS) & set(bare) and "Debs" not in json.dumps({k: v for k, v in bare.items()})
+    assert bare["node_verdicts"] == {"supporting paragraphs": ["helps"], "sub-answers": ["misleads"]}
+    assert (bare["prediction"], bare["metrics"], bare["sources"]) == (
+        record["prediction"],
+        record["metrics"],
+        record["sources"],
+    )
+    assert without_text(bare) is bare  # already without text
+    full, shared = render_report([record]), render_report([bare])
+    for row in ("| musique | supporting paragraphs | 1 | 1 (100.0%)", "| musique | sub-answers | 1 | 0 (0.0%) | 1"):
+        assert row in full and row in shared
+    assert "Tree-of-Reasoning" in full and "Tree-of-Reasoning" not in shared  # no page to link
+    no_gold = without_text({k: v for k, v in record.items() if k not in ("supporting", "hop_answers")})
+    assert "node_verdicts" not in no_gold  # nothing to judge by
 
 
 def test_reads_under_and_over_theta_are_judged_by_band_of_f() -> None:

@@ -136,6 +136,7 @@ def run_eval(args: argparse.Namespace) -> int:
             options=eval_options(args),
             rerun_contended=args.rerun_contended,
             cache=_open_cache(args.cache),
+            keep_text=not args.without_text,
         )
         bar.update(summary.skipped)
     # The report covers every method the file holds for this run's questions, not only the methods

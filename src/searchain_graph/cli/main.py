@@ -352,6 +352,13 @@ def _build_parser() -> argparse.ArgumentParser:
         help="cache SearChain's retrievals and readings in this SQLite file (LangGraph's SqliteCache), shared "
         "by every method, question and later run that uses it; the records' usage counts the hits",
     )
+    ev.add_argument(
+        "--without-text",
+        action="store_true",
+        help="write records without the dataset's text (question, gold, passages, final content, tree): scores, "
+        "costs and IR's judged node changes only, for a dataset whose licence does not allow sharing it; such "
+        "records give every table but no tree pages",
+    )
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     rep = sub.add_parser("report", help="write the Markdown report and plots for results files")
     rep.add_argument(

@@ -40,6 +40,7 @@ from searchain_graph.evaluation.datasets import Example
 from searchain_graph.evaluation.method_spec import count_rounds
 from searchain_graph.evaluation.methods import METHODS, GraphFactory, parse_methods
 from searchain_graph.evaluation.metrics import score
+from searchain_graph.evaluation.node_judges import node_verdicts
 from searchain_graph.evaluation.report import latest_records
 from searchain_graph.ir.readers.base import Reader
 from searchain_graph.llms.servers import describe_llm_failure
@@ -50,6 +51,7 @@ __all__ = [  # METHODS, GraphFactory and parse_methods live in evaluation.method
     "METHODS",
     "GraphFactory",
     "RunSummary",
+    "TEXT_FIELDS",
     "drop_torn_tail",
     "gold_fields",
     "make_record",
@@ -58,6 +60,7 @@ __all__ = [  # METHODS, GraphFactory and parse_methods live in evaluation.method
     "run_evaluation",
     "runtime_versions",
     "with_gold",
+    "without_text",
 ]
 
 RECORDED_PACKAGES = (
@@ -164,6 +167,38 @@ def make_record(
     return record
 
 
+TEXT_FIELDS: tuple[str, ...] = (
+    "question",
+    "answers",
+    "final_content",
+    "warnings",
+    "tree",
+    "supporting",
+    "hop_answers",
+)
+"""The fields of a record that quote the dataset or its passages: :func:`without_text` leaves them out."""
+
+
+def without_text(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` without the dataset's text, for a dataset whose licence does not allow sharing it.
+
+    Left out: the question, the gold answers and supporting paragraphs, the final content, the
+    warnings and the Tree-of-Reasoning (:data:`TEXT_FIELDS`). Kept: the question's id, the
+    prediction, the metrics, the costs, where the final path's nodes came from, and IR's changed
+    nodes as already judged against the gold (``node_verdicts``,
+    :func:`~searchain_graph.evaluation.node_judges.node_verdicts`). The tables, the paired
+    differences and the node judges' figures read the same from it; the report has no tree page
+    for it. A record already without text is returned as it is.
+    """
+    if not any(field in record for field in TEXT_FIELDS):
+        return record
+    verdicts = node_verdicts(record)
+    kept = {k: v for k, v in record.items() if k not in TEXT_FIELDS}
+    if verdicts:
+        kept["node_verdicts"] = verdicts
+    return kept
+
+
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """The records of a results file (a missing file has none); a torn last line is ignored.
 
@@ -254,6 +289,7 @@ def run_evaluation(
     options: Mapping[str, Any] | None = None,
     rerun_contended: bool = False,
     cache: BaseCache[Any] | None = None,
+    keep_text: bool = True,
 ) -> RunSummary:
     """Run ``methods`` on ``examples``, appending one record per pair to ``out_path``.
 
@@ -280,6 +316,9 @@ def run_evaluation(
             IR): their retrievals and readings are cached tasks, shared by every method and
             question of the run (and by later runs, for a persistent cache); the records' ``usage``
             counts the hits. Results do not depend on it.
+        keep_text: ``False``: write each record :func:`without_text`, for a dataset whose licence
+            does not allow sharing its text, so that the results file can be kept where the
+            dataset cannot (a resumed run reads either kind).
 
     Returns:
         A :class:`RunSummary`.
@@ -340,7 +379,7 @@ def run_evaluation(
         record.update(extra or {})
         if chosen[method]:
             record["options"] = chosen[method]
-        return record
+        return record if keep_text else without_text(record)
 
     def save(record: dict[str, Any]) -> None:
         with lock, out_path.open("a", encoding="utf-8") as handle:

@@ -23,10 +23,12 @@ from searchain_graph.method.parsing import answer_contains, normalize_answer
 
 __all__ = [
     "F_BANDS",
+    "JUDGES",
     "judge_by_answers",
     "judge_change",
     "node_changes_section",
     "node_said",
+    "node_verdicts",
     "threshold_section",
 ]
 
@@ -112,6 +114,28 @@ def _by_answers(record: dict[str, Any], query: str, g: str | None, said: str | N
     return "neutral"
 
 
+JUDGES: tuple[str, ...] = ("supporting paragraphs", "sub-answers")
+"""The judges of :func:`node_verdicts`: :func:`judge_change` and :func:`judge_by_answers`."""
+
+
+def node_verdicts(record: dict[str, Any]) -> dict[str, list[str]]:
+    """Each node IR changed on a record's final path, judged by each judge whose gold the record carries.
+
+    Keyed by :data:`JUDGES`; a judge without gold in the record is left out. A record without its
+    tree (:func:`~searchain_graph.evaluation.harness.without_text`) keeps the verdicts it was
+    written with, as ``node_verdicts``.
+    """
+    if not record.get("tree"):
+        return dict(record.get("node_verdicts") or {})
+    changed = [ref for ref in record["tree"].get("references") or [] if ref.get("source") in IR_CHANGED]
+    verdicts: dict[str, list[str]] = {}
+    if record.get("supporting"):
+        verdicts[JUDGES[0]] = [judge_change(record, ref) for ref in changed]
+    if record.get("hop_answers"):
+        verdicts[JUDGES[1]] = [v for ref in changed if (v := judge_by_answers(record, ref)) is not None]
+    return verdicts
+
+
 def node_changes_section(records: Sequence[dict[str, Any]], datasets: Sequence[str]) -> list[str]:
     """Per dataset, SearChain's changed nodes as helps / misleads / neutral, by each judge that applies.
 
@@ -120,18 +144,9 @@ def node_changes_section(records: Sequence[dict[str, Any]], datasets: Sequence[s
     """
     rows = []
     for dataset in datasets:
-        changed = [
-            (r, ref)
-            for r in records
-            if r["method"] == "searchain" and r["dataset"] == dataset
-            for ref in (r.get("tree") or {}).get("references") or []
-            if ref.get("source") in IR_CHANGED
-        ]
-        judges = (
-            ("supporting paragraphs", [judge_change(r, ref) for r, ref in changed if r.get("supporting")]),
-            ("sub-answers", [v for r, ref in changed if (v := judge_by_answers(r, ref)) is not None]),
-        )
-        for judge, judged in judges:
+        verdicts = [node_verdicts(r) for r in records if r["method"] == "searchain" and r["dataset"] == dataset]
+        for judge in JUDGES:
+            judged = [v for of_record in verdicts for v in of_record.get(judge, [])]
             if judged:
                 cells = [share(judged.count(k), len(judged)) for k in ("helps", "misleads", "neutral")]
                 rows.append(f"| {dataset} | {judge} | {len(judged)} | " + " | ".join(cells) + " |")
