@@ -470,6 +470,10 @@ def test_cli_eval_skips_questions_but_keeps_their_paragraphs(
     assert main([*args, "--skip", "1", "--limit", "1"]) == 0
     assert corpora == [3]  # the skipped questions' paragraphs too
     assert [r["qid"] for r in read_records(out)] == ["d2"]
+    # --without-text: the next question's record keeps its scores, not the dataset's words
+    assert main([*args, "--skip", "2", "--without-text"]) == 0
+    bare = read_records(out)[-1]
+    assert bare["qid"] == "d3" and "metrics" in bare and not set(harness.TEXT_FIELDS) & set(bare)
     with pytest.raises(SystemExit) as refused:
         main([*args, "--skip", "-1", "--quiet"])
     assert refused.value.code == 2
