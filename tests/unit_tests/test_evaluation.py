@@ -148,6 +148,29 @@ def test_records_without_the_datasets_text_resume_and_report(tmp_path: Path) -> 
     assert "| searchain | 50.0" in report and "| hotpotqa | supporting paragraphs | 1 | 1 (100.0%)" in report
 
 
+def _sections(report: str, leave_out: Sequence[str]) -> list[str]:
+    return [part for part in report.split("\n## ") if not part.startswith(tuple(leave_out))]
+
+
+def test_a_report_reads_the_same_from_records_without_text(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    kwargs: dict[str, Any] = {"llm": chain_llm(), "retriever": retriever(), "reader": ScriptedReader(CONFIDENT)}
+    gold = [{"title": "Kevin Drew", "text": PASSAGES[1].page_content, "is_supporting": True}]
+    questions = [{**example(q), "paragraphs": gold} for q in ("q1", "q2")]
+    questions.append({**example("q3", answers=("Montreal",)), "paragraphs": gold})
+    run_evaluation(questions, ["searchain", "searchain_no_ir", "cot", "ircot"], out_path=out, **kwargs)
+    records = read_records(out)
+    repaired = "a loop; the chain ends at node 2"
+    records[0] = {**records[0], "warnings": [repaired, repaired]}  # what the report counts off the warnings
+    bare = [harness.without_text(r) for r in records]
+    assert bare[0]["repairs"] == {"loop ended": 2}
+    assert any("where_lost" in r for r in bare) and all("restated" in r for r in bare)
+    full, shared = render_report(records), render_report(bare)
+    by_round = ("Each question's Tree-of-Reasoning", "The reader's f", "Corrections the LLM took back")
+    assert "Where SearChain's wrong answers lost" in full and "Chain repairs" in full
+    assert _sections(shared, by_round) == _sections(full, by_round)  # every other section, figure for figure
+
+
 def test_the_report_links_each_questions_tree(tmp_path: Path) -> None:
     out = tmp_path / "results.jsonl"
     run_evaluation(

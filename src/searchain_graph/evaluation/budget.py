@@ -39,7 +39,13 @@ def budget_of(record: dict[str, Any]) -> int | None:
 
 
 def cut_before_answer(record: dict[str, Any]) -> bool:
-    """The record's one reply was cut by the token budget before it stated an answer."""
+    """The record's one reply was cut by the token budget before it stated an answer.
+
+    A record without text (:func:`~searchain_graph.evaluation.harness.without_text`) keeps the
+    verdict it was written with.
+    """
+    if "final_content" not in record and "cut_before_answer" in record:
+        return bool(record["cut_before_answer"])
     if any(CUT_BEFORE_ANSWER in str(w) for w in record.get("warnings") or []):
         return True
     usage = record.get("usage") or {}

@@ -39,6 +39,7 @@ __all__ = [
     "reading",
     "chain_text",
     "changes_section",
+    "copies",
     "copying_section",
     "correct",
     "intervened",
@@ -48,6 +49,7 @@ __all__ = [
     "restated",
     "restated_section",
     "repairs_section",
+    "repairs_of",
     "reverted_nodes",
     "reverts_section",
     "section",
@@ -185,6 +187,21 @@ def chain_text(record: dict[str, Any]) -> str:
     return "\n".join(s for s in said if s)
 
 
+def copies(record: dict[str, Any], names: Sequence[str]) -> dict[str, list[str]]:
+    """The demonstration ``names`` a record's answer and its chains say, for a question not about them.
+
+    A record without text (:func:`~searchain_graph.evaluation.harness.without_text`) keeps what
+    it was written with, as ``copied``.
+    """
+    if "question" not in record and "copied" in record:
+        return dict(record["copied"])
+    question = str(record.get("question") or "")
+    return {
+        "answer": copied_names(record.get("prediction"), question, names),
+        "chain": copied_names(chain_text(record), question, names),
+    }
+
+
 def copying_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -> list[str]:
     """Answers and chains naming a demonstration's entity for a question not about it."""
     rows = []
@@ -194,8 +211,9 @@ def copying_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -
         rs = [r for r in records if r["method"] == method]
         if not names or not rs:
             continue
-        answers = sum(1 for r in rs if copied_names(r.get("prediction"), str(r.get("question") or ""), names))
-        chains = [copied_names(chain_text(r), str(r.get("question") or ""), names) for r in rs]
+        copied = [copies(r, names) for r in rs]
+        answers = sum(1 for r in copied if r["answer"])
+        chains = [r["chain"] for r in copied]
         seen = sorted({n for copied in chains for n in copied})
         copying = sum(1 for copied in chains if copied)
         names_seen = ", ".join(seen) or "–"
@@ -208,15 +226,26 @@ def copying_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -
     )
 
 
+def repairs_of(record: dict[str, Any]) -> dict[str, int]:
+    """How many times each repair of :data:`REPAIRS` fired on a record (those that did not are left out).
+
+    Counted from the record's warnings; a record without text
+    (:func:`~searchain_graph.evaluation.harness.without_text`) keeps the counts, as ``repairs``.
+    """
+    if "warnings" not in record and "repairs" in record:
+        return dict(record["repairs"])
+    warnings = [str(w) for w in record.get("warnings") or []]
+    counts = {kind: sum(1 for w in warnings if words in w) for kind, words in REPAIRS.items()}
+    return {kind: n for kind, n in counts.items() if n}
+
+
 def repairs_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -> list[str]:
     """Per method with chain repairs, the questions on which each fired and how many times in all."""
     rows = []
     for method in methods:
         rs = [r for r in records if r["method"] == method]
-        counts = {
-            kind: [sum(1 for w in r.get("warnings") or [] if words in str(w)) for r in rs]
-            for kind, words in REPAIRS.items()
-        }
+        fired = [repairs_of(r) for r in rs]
+        counts = {kind: [of_record.get(kind, 0) for of_record in fired] for kind in REPAIRS}
         if not rs or not any(any(c) for c in counts.values()):
             continue
         cells = [f"{sum(1 for c in counts[k] if c)} ({sum(counts[k])})" for k in REPAIRS]
@@ -236,6 +265,8 @@ def restated(record: dict[str, Any]) -> bool:
     prediction "Batman Under the Red Hood", the question's own title, is covered. A comparison
     question ("Who is older, A or B?") names its answer by design: these are listed, not removed.
     """
+    if "question" not in record and "restated" in record:  # a record without text keeps the verdict
+        return bool(record["restated"])
     prediction, question = str(record.get("prediction") or ""), str(record.get("question") or "")
     if not correct(record) or record.get("metrics", {}).get("em", 0.0) >= 1.0:
         return False
@@ -356,6 +387,8 @@ def where_lost(record: dict[str, Any]) -> str:
     (:func:`~searchain_graph.method.parsing.answer_contains`). Every node of every round counts, so
     an answer reached in round 1 and rewritten in round 2 is "in the chain, lost after".
     """
+    if "tree" not in record and "where_lost" in record:  # a record without text keeps the verdict
+        return str(record["where_lost"])
     golds = [str(a) for a in record.get("answers") or [] if str(a).strip()]
 
     def holds(text: Any) -> bool:
@@ -383,7 +416,10 @@ def misses_section(records: Sequence[dict[str, Any]], datasets: Sequence[str]) -
         wrong = [
             where_lost(r)
             for r in records
-            if r["method"] == "searchain" and r["dataset"] == dataset and r.get("supporting") and not correct(r)
+            if r["method"] == "searchain"
+            and r["dataset"] == dataset
+            and (r.get("supporting") or "where_lost" in r)
+            and not correct(r)
         ]
         if wrong:
             cells = [share(wrong.count(k), len(wrong)) for k in LOSSES]

@@ -35,6 +35,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.cache.base import BaseCache
 
+from searchain_graph.evaluation.budget import cut_before_answer
+from searchain_graph.evaluation.comparisons import copies, correct, repairs_of, restated, where_lost
 from searchain_graph.evaluation.cpu_meter import CpuMeter, contended
 from searchain_graph.evaluation.datasets import Example
 from searchain_graph.evaluation.method_spec import count_rounds
@@ -184,18 +186,29 @@ def without_text(record: dict[str, Any]) -> dict[str, Any]:
 
     Left out: the question, the gold answers and supporting paragraphs, the final content, the
     warnings and the Tree-of-Reasoning (:data:`TEXT_FIELDS`). Kept: the question's id, the
-    prediction, the metrics, the costs, where the final path's nodes came from, and IR's changed
-    nodes as already judged against the gold (``node_verdicts``,
-    :func:`~searchain_graph.evaluation.node_judges.node_verdicts`). The tables, the paired
-    differences and the node judges' figures read the same from it; the report has no tree page
-    for it. A record already without text is returned as it is.
+    prediction, the metrics, the costs, where the final path's nodes came from, and what the
+    report's sections would read off the text, worked out while it is at hand: IR's changed nodes
+    as judged against the gold (``node_verdicts``), the chain repairs that fired (``repairs``),
+    a reply cut before its answer (``cut_before_answer``), a hit on the question's own words
+    (``restated``), the demonstration names copied (``copied``) and where a wrong SearChain
+    answer lost the gold (``where_lost``). So every table, paired difference and node judge of
+    the report reads the same from it; the report has no tree page for it, and the sections
+    that read each round (the reader's *f* by band, corrections taken back) leave it out. A
+    record already without text is returned as it is.
     """
     if not any(field in record for field in TEXT_FIELDS):
         return record
-    verdicts = node_verdicts(record)
     kept = {k: v for k, v in record.items() if k not in TEXT_FIELDS}
-    if verdicts:
+    kept["repairs"] = repairs_of(record)
+    kept["cut_before_answer"] = cut_before_answer(record)
+    kept["restated"] = restated(record)
+    spec = METHODS.get(str(record.get("method")))
+    if spec is not None and spec.demonstration_names:
+        kept["copied"] = copies(record, spec.demonstration_names)
+    if verdicts := node_verdicts(record):
         kept["node_verdicts"] = verdicts
+    if record.get("method") == "searchain" and record.get("supporting") and not correct(record):
+        kept["where_lost"] = where_lost(record)
     return kept
 
 
