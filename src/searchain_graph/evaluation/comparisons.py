@@ -211,9 +211,9 @@ def copying_section(records: Sequence[dict[str, Any]], methods: Sequence[str]) -
         rs = [r for r in records if r["method"] == method]
         if not names or not rs:
             continue
-        copied = [copies(r, names) for r in rs]
-        answers = sum(1 for r in copied if r["answer"])
-        chains = [r["chain"] for r in copied]
+        found = [copies(r, names) for r in rs]
+        answers = sum(1 for f in found if f["answer"])
+        chains = [f["chain"] for f in found]
         seen = sorted({n for copied in chains for n in copied})
         copying = sum(1 for copied in chains if copied)
         names_seen = ", ".join(seen) or "–"
