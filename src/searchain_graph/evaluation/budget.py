@@ -20,7 +20,7 @@ from typing import Any
 
 from searchain_graph.baselines.common import states_answer
 from searchain_graph.baselines.driver import CUT_BEFORE_ANSWER
-from searchain_graph.evaluation.comparisons import correct, section
+from searchain_graph.evaluation.comparisons import correct, kept, section
 from searchain_graph.llms.chat_model import DEFAULT_MAX_NEW_TOKENS
 
 __all__ = ["budget_of", "cut_before_answer", "cut_section"]
@@ -44,8 +44,8 @@ def cut_before_answer(record: dict[str, Any]) -> bool:
     A record without text (:func:`~searchain_graph.evaluation.harness.without_text`) keeps the
     verdict it was written with.
     """
-    if "final_content" not in record and "cut_before_answer" in record:
-        return bool(record["cut_before_answer"])
+    if (verdict := kept(record, "cut_before_answer")) is not None:
+        return bool(verdict)
     if any(CUT_BEFORE_ANSWER in str(w) for w in record.get("warnings") or []):
         return True
     usage = record.get("usage") or {}

@@ -38,6 +38,7 @@ __all__ = [
     "branches",
     "reading",
     "chain_text",
+    "kept",
     "changes_section",
     "copies",
     "copying_section",
@@ -187,14 +188,24 @@ def chain_text(record: dict[str, Any]) -> str:
     return "\n".join(s for s in said if s)
 
 
+def kept(record: dict[str, Any], key: str) -> Any:
+    """The verdict ``key`` a record without the dataset's text was written with; ``None`` for a record with it.
+
+    A record without text (:func:`~searchain_graph.evaluation.harness.without_text`) has no
+    question: what the report would read off its text was worked out while the text was at hand,
+    and kept. A record with its text is judged afresh.
+    """
+    return None if "question" in record else record.get(key)
+
+
 def copies(record: dict[str, Any], names: Sequence[str]) -> dict[str, list[str]]:
     """The demonstration ``names`` a record's answer and its chains say, for a question not about them.
 
     A record without text (:func:`~searchain_graph.evaluation.harness.without_text`) keeps what
     it was written with, as ``copied``.
     """
-    if "question" not in record and "copied" in record:
-        return dict(record["copied"])
+    if (copied := kept(record, "copied")) is not None:
+        return dict(copied)
     question = str(record.get("question") or "")
     return {
         "answer": copied_names(record.get("prediction"), question, names),
@@ -232,8 +243,8 @@ def repairs_of(record: dict[str, Any]) -> dict[str, int]:
     Counted from the record's warnings; a record without text
     (:func:`~searchain_graph.evaluation.harness.without_text`) keeps the counts, as ``repairs``.
     """
-    if "warnings" not in record and "repairs" in record:
-        return dict(record["repairs"])
+    if (repairs := kept(record, "repairs")) is not None:
+        return dict(repairs)
     warnings = [str(w) for w in record.get("warnings") or []]
     counts = {kind: sum(1 for w in warnings if words in w) for kind, words in REPAIRS.items()}
     return {kind: n for kind, n in counts.items() if n}
@@ -265,8 +276,8 @@ def restated(record: dict[str, Any]) -> bool:
     prediction "Batman Under the Red Hood", the question's own title, is covered. A comparison
     question ("Who is older, A or B?") names its answer by design: these are listed, not removed.
     """
-    if "question" not in record and "restated" in record:  # a record without text keeps the verdict
-        return bool(record["restated"])
+    if (verdict := kept(record, "restated")) is not None:
+        return bool(verdict)
     prediction, question = str(record.get("prediction") or ""), str(record.get("question") or "")
     if not correct(record) or record.get("metrics", {}).get("em", 0.0) >= 1.0:
         return False
@@ -387,8 +398,8 @@ def where_lost(record: dict[str, Any]) -> str:
     (:func:`~searchain_graph.method.parsing.answer_contains`). Every node of every round counts, so
     an answer reached in round 1 and rewritten in round 2 is "in the chain, lost after".
     """
-    if "tree" not in record and "where_lost" in record:  # a record without text keeps the verdict
-        return str(record["where_lost"])
+    if (stage := kept(record, "where_lost")) is not None:
+        return str(stage)
     golds = [str(a) for a in record.get("answers") or [] if str(a).strip()]
 
     def holds(text: Any) -> bool:

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from searchain_graph.evaluation.comparisons import IR_CHANGED, branches, section, share
+from searchain_graph.evaluation.comparisons import IR_CHANGED, branches, kept, section, share
 from searchain_graph.method.parsing import answer_contains, normalize_answer
 
 __all__ = [
@@ -126,7 +126,7 @@ def node_verdicts(record: dict[str, Any]) -> dict[str, list[str]]:
     written with, as ``node_verdicts``.
     """
     if not record.get("tree"):
-        return dict(record.get("node_verdicts") or {})
+        return dict(kept(record, "node_verdicts") or {})
     changed = [ref for ref in record["tree"].get("references") or [] if ref.get("source") in IR_CHANGED]
     verdicts: dict[str, list[str]] = {}
     if record.get("supporting"):
