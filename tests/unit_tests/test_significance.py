@@ -9,7 +9,29 @@ import pytest
 
 from searchain_graph.evaluation.comparisons import chain_text
 from searchain_graph.evaluation.report import render_report
-from searchain_graph.evaluation.significance import mcnemar_exact, paired_difference
+from searchain_graph.evaluation.significance import clustered_share, mcnemar_exact, paired_difference
+
+
+def test_a_share_of_nodes_is_as_uncertain_as_its_questions() -> None:
+    none_misled = clustered_share([0, 0, 0], [1, 2, 0])
+    assert (none_misled.hits, none_misled.total, none_misled.percent) == (0, 3, 0.0)
+    assert (none_misled.low, none_misled.high) == (0.0, 0.0)
+    # one question of ten holds all the misleads: 10 of 100 nodes, but one draw, not ten
+    clustered = clustered_share([10] + [0] * 9, [10] * 10)
+    spread = clustered_share([1] * 10, [10] * 10)
+    assert clustered.percent == pytest.approx(10.0) and spread.percent == pytest.approx(10.0)
+    assert clustered.low == 0.0 and clustered.high >= 20.0
+    assert spread.low == spread.high == pytest.approx(10.0)  # every question alike: no spread to draw
+    assert clustered_share([10] + [0] * 9, [10] * 10) == clustered  # reproducible
+
+
+@pytest.mark.parametrize(
+    ("hits", "totals", "words"),
+    [([1], [1, 2], "one entry per question"), ([3], [2], "between 0 and its total"), ([0, 0], [0, 0], "no items")],
+)
+def test_a_bad_share_is_refused(hits: list[int], totals: list[int], words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        clustered_share(hits, totals)
 
 
 def test_a_clear_difference_excludes_zero_and_a_tie_does_not() -> None:
@@ -201,7 +223,8 @@ def test_the_sub_answer_judge_catches_a_correction_the_paragraph_judge_calls_hel
     assert judge_by_answers(record, corrected) == "misleads"  # the LLM had (a part of) the party; g is not one
     text = render_report([record])
     assert "| musique | supporting paragraphs | 1 | 1 (100.0%) | 0 (0.0%) | 0 (0.0%) |" in text
-    assert "| musique | sub-answers | 1 | 0 (0.0%) | 1 (100.0%) | 0 (0.0%) |" in text
+    assert "| musique | sub-answers | 1 | 0 (0.0%) | 1 (100.0%) | 0 (0.0%) | [100.0, 100.0] |" in text
+    assert "| musique | supporting paragraphs | 1 | 1 (100.0%) | 0 (0.0%) | 0 (0.0%) | [0.0, 0.0] |" in text
 
 
 def test_a_record_without_text_keeps_its_scores_and_judged_nodes() -> None:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from searchain_graph.evaluation.comparisons import IR_CHANGED, branches, kept, section, share
+from searchain_graph.evaluation.significance import clustered_share
 from searchain_graph.method.parsing import answer_contains, normalize_answer
 
 __all__ = [
@@ -149,6 +150,11 @@ def node_changes_section(records: Sequence[dict[str, Any]], datasets: Sequence[s
             judged = [v for of_record in verdicts for v in of_record.get(judge, [])]
             if judged:
                 cells = [share(judged.count(k), len(judged)) for k in ("helps", "misleads", "neutral")]
+                misled = clustered_share(
+                    [of_record.get(judge, []).count("misleads") for of_record in verdicts],
+                    [len(of_record.get(judge, [])) for of_record in verdicts],
+                )
+                cells.append(f"[{misled.low:.1f}, {misled.high:.1f}]")
                 rows.append(f"| {dataset} | {judge} | {len(judged)} | " + " | ".join(cells) + " |")
     return section(
         "## IR's changes, node by node (against the gold supporting paragraphs and sub-answers)",
@@ -156,10 +162,11 @@ def node_changes_section(records: Sequence[dict[str, Any]], datasets: Sequence[s
         "By supporting paragraphs: helps when IR's passage is a supporting paragraph (whatever it took from it); "
         "misleads when it is not and the LLM's replaced answer is in one; neutral otherwise. By sub-answers "
         "(datasets whose questions come with a decomposition): helps when IR's g gives a gold sub-answer or final "
-        "answer and the LLM's replaced answer does not; misleads the reverse; neutral when both or neither do.",
+        "answer and the LLM's replaced answer does not; misleads the reverse; neutral when both or neither do. "
+        "The misleads' 95% interval resamples the questions (a question's nodes are not independent draws).",
         "",
-        "| dataset | judged by | nodes IR changed | helps | misleads | neutral |",
-        "|---|---|---:|---:|---:|---:|",
+        "| dataset | judged by | nodes IR changed | helps | misleads | neutral | misleads, 95% interval |",
+        "|---|---|---:|---:|---:|---:|---|",
     )
 
 

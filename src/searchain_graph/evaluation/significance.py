@@ -4,6 +4,10 @@ Two methods answered the same questions; each answer is right or wrong. The diff
 is a paired quantity: :func:`paired_difference` resamples questions (not answers) to put a 95%
 interval on it, and counts the discordant pairs for McNemar's exact test. A claim that one method
 beats another holds at this sample only when the interval excludes 0.
+
+A share of items that come several to a question (IR's changed nodes, say) is not a share of
+independent draws: :func:`clustered_share` resamples the questions, so the interval is as wide as
+the questions make it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PairedDifference", "mcnemar_exact", "paired_difference"]
+__all__ = ["PairedDifference", "Share", "clustered_share", "mcnemar_exact", "paired_difference"]
 
 
 @dataclass(frozen=True)
@@ -89,4 +93,58 @@ def paired_difference(
         low=100 * low,
         high=100 * high,
         p_value=mcnemar_exact(a_only, b_only),
+    )
+
+
+@dataclass(frozen=True)
+class Share:
+    """A share of items counted over questions, with a 95% interval from resampling the questions.
+
+    Attributes:
+        hits: Items that count, over all questions.
+        total: Items in all, over all questions.
+        percent: ``hits`` over ``total``, in percent.
+        low: Lower end of the 95% bootstrap interval, in percent.
+        high: Upper end of the 95% bootstrap interval, in percent.
+    """
+
+    hits: int
+    total: int
+    percent: float
+    low: float
+    high: float
+
+
+def clustered_share(hits: Sequence[int], totals: Sequence[int], *, resamples: int = 10_000, seed: int = 0) -> Share:
+    """The share ``sum(hits) / sum(totals)``, with an interval that resamples questions, not items.
+
+    Args:
+        hits: Per question, the items that count (IR's changed nodes that misled, say).
+        totals: Per question, the items in all (the nodes IR changed); a question with none may be given.
+        resamples: Bootstrap resamples of the questions.
+        seed: The resampling seed (the interval is reproducible).
+
+    Raises:
+        ValueError: ``hits`` and ``totals`` differ in length, a count is negative or above its
+            total, or there are no items at all.
+    """
+    if len(hits) != len(totals):
+        raise ValueError(f"hits and totals must have one entry per question each, got {len(hits)} and {len(totals)}")
+    if any(h < 0 or h > t for h, t in zip(hits, totals, strict=True)):
+        raise ValueError("each question's hits must lie between 0 and its total")
+    if sum(totals) == 0:
+        raise ValueError("no items to share: every question's total is 0")
+    h, t = np.asarray(hits, dtype=np.int64), np.asarray(totals, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    drawn = rng.integers(0, len(h), size=(resamples, len(h)))
+    drawn_totals = t[drawn].sum(axis=1)
+    kept = drawn_totals > 0  # a resample of only questions without items has no share
+    shares = np.sort(h[drawn].sum(axis=1)[kept] / drawn_totals[kept])
+    last = len(shares) - 1
+    return Share(
+        hits=int(h.sum()),
+        total=int(t.sum()),
+        percent=100 * float(h.sum()) / float(t.sum()),
+        low=100 * float(shares[int(0.025 * last)]),
+        high=100 * float(shares[int(math.ceil(0.975 * last))]),
     )
