@@ -80,9 +80,7 @@ def paired_difference(
     n = len(a)
     deltas = [int(bool(x)) - int(bool(y)) for x, y in zip(a, b, strict=True)]
     rng = np.random.default_rng(seed)
-    means = np.sort(np.asarray(deltas, dtype=np.int8)[rng.integers(0, n, size=(resamples, n))].mean(axis=1))
-    low = float(means[int(0.025 * (resamples - 1))])
-    high = float(means[int(math.ceil(0.975 * (resamples - 1)))])
+    low, high = _percentiles(np.asarray(deltas, dtype=np.int8)[rng.integers(0, n, size=(resamples, n))].mean(axis=1))
     a_only = sum(1 for d in deltas if d > 0)
     b_only = sum(1 for d in deltas if d < 0)
     return PairedDifference(
@@ -138,13 +136,19 @@ def clustered_share(hits: Sequence[int], totals: Sequence[int], *, resamples: in
     rng = np.random.default_rng(seed)
     drawn = rng.integers(0, len(h), size=(resamples, len(h)))
     drawn_totals = t[drawn].sum(axis=1)
-    kept = drawn_totals > 0  # a resample of only questions without items has no share
-    shares = np.sort(h[drawn].sum(axis=1)[kept] / drawn_totals[kept])
-    last = len(shares) - 1
+    has_items = drawn_totals > 0  # a resample of only questions without items has no share
+    low, high = _percentiles(h[drawn].sum(axis=1)[has_items] / drawn_totals[has_items])
     return Share(
         hits=int(h.sum()),
         total=int(t.sum()),
         percent=100 * float(h.sum()) / float(t.sum()),
-        low=100 * float(shares[int(0.025 * last)]),
-        high=100 * float(shares[int(math.ceil(0.975 * last))]),
+        low=100 * low,
+        high=100 * high,
     )
+
+
+def _percentiles(resampled: np.ndarray) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of a statistic's bootstrap resamples (the 95% interval)."""
+    ordered = np.sort(resampled)
+    last = len(ordered) - 1
+    return float(ordered[int(0.025 * last)]), float(ordered[int(math.ceil(0.975 * last))])
