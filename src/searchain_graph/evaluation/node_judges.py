@@ -147,13 +147,11 @@ def node_changes_section(records: Sequence[dict[str, Any]], datasets: Sequence[s
     for dataset in datasets:
         verdicts = [node_verdicts(r) for r in records if r["method"] == "searchain" and r["dataset"] == dataset]
         for judge in JUDGES:
-            judged = [v for of_record in verdicts for v in of_record.get(judge, [])]
+            per_record = [of_record.get(judge, []) for of_record in verdicts]
+            judged = [v for of_record in per_record for v in of_record]
             if judged:
                 cells = [share(judged.count(k), len(judged)) for k in ("helps", "misleads", "neutral")]
-                misled = clustered_share(
-                    [of_record.get(judge, []).count("misleads") for of_record in verdicts],
-                    [len(of_record.get(judge, [])) for of_record in verdicts],
-                )
+                misled = clustered_share([v.count("misleads") for v in per_record], [len(v) for v in per_record])
                 cells.append(f"[{misled.low:.1f}, {misled.high:.1f}]")
                 rows.append(f"| {dataset} | {judge} | {len(judged)} | " + " | ".join(cells) + " |")
     return section(
