@@ -2,10 +2,14 @@
 
 For each *f* (``joint``, the default, and ``relevance``, the paper's), θ is chosen by the
 calibration rule (:func:`searchain_graph.evaluation.calibration.choose_threshold`) on the gold
-chains of the ``../shared`` dev samples of MuSiQue and 2WikiMultihopQA pooled; each dataset's own
-table is computed too. The pooled choices are written beside the weights
+chains of the ``../shared`` samples of MuSiQue and 2WikiMultihopQA pooled (the samples the results
+report); each dataset's own table is computed too. The pooled choices are written beside the weights
 (``calibration.json``, ``calibration-relevance.json``), in the format ``searchain calibrate``
 saves; the tables go to one Markdown file.
+
+The same rule is then applied to the gold chains of 2WikiMultihopQA's train-split dev questions,
+which no result reports, with the checks of *g* and without them: the θ the dev questions would
+choose, and what the checks do there.
 
     python benchmarks/calibrate_bundled.py --out docs/results/oracle_chain_bundled_tables.md
 """
@@ -16,10 +20,11 @@ import argparse
 import json
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from searchain_graph.evaluation.calibration import Calibration, calibrate, dataset_retriever
+from searchain_graph.evaluation.calibration import Calibration, calibrate, choose_threshold, dataset_retriever
 from searchain_graph.evaluation.dataset_loading import load_dataset
 from searchain_graph.evaluation.oracle import sweep
 from searchain_graph.ir.readers.bundled import BUNDLED_READER_DIR, BundledReader, _calibration_file
@@ -32,6 +37,8 @@ SETS = {
     "2wikimultihopqa": DATA / "2wikimultihopqa/dev.sample100.jsonl",
 }
 TITLES = {"musique": "MuSiQue alone", "2wikimultihopqa": "2WikiMultihopQA alone"}
+DEV = ("2wikimultihopqa", DATA / "2wikimultihopqa/train.sample200.jsonl")
+"""Dev questions with gold chains that no result reports (2Wiki's train split)."""
 
 
 def _line(name: str, cal: Calibration) -> str:
@@ -52,6 +59,19 @@ def _at_pooled(name: str, cal: Calibration, theta: float, reader: BundledReader)
     )
 
 
+def _without_checks(name: str, cal: Calibration, reader: BundledReader) -> str:
+    """The rule on ``cal``'s nodes with the checks of *g* off (``answer_checks=False``), as a summary line."""
+    settings = replace(reader_settings(reader)[0], answer_checks=False)
+    rows = sweep(cal.nodes, [float(row["theta"]) for row in cal.rows], settings=settings)
+    choice = choose_threshold(rows)
+    row = rows[choice.row]
+    return (
+        f"| {name}, without the checks of g | {choice.threshold:g} | {100 * row['wrong_repaired']:.1f}% | "
+        f"{100 * row['correct_broken']:.1f}% | {100 * row['unsolved_completed']:.1f}% | "
+        f"{row['n_wrong']} / {row['n_correct']} / {row['n_unsolved']} |"
+    )
+
+
 def main() -> None:
     """Calibrate, save the pooled θ beside the weights, write the tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -61,6 +81,8 @@ def main() -> None:
     args = parser.parse_args()
     examples = {name: load_dataset(name, str(path)) for name, path in SETS.items()}
     retrievers = {name: dataset_retriever(ex) for name, ex in examples.items()}
+    dev_examples = load_dataset(DEV[0], str(DEV[1]))
+    dev_retriever = dataset_retriever(dev_examples)
     sections: list[str] = []
     summary: list[str] = []
     for confidence in ("joint", "relevance"):
@@ -81,6 +103,13 @@ def main() -> None:
         summary.append(_line(f"{confidence}, pooled", pooled))
         summary += [_line(f"{confidence}, {TITLES[n]}", results[n]) for n in SETS]
         summary += [_at_pooled(f"{confidence}, {TITLES[n]}", results[n], pooled.threshold, reader) for n in SETS]
+        dev = calibrate(dev_examples, dev_retriever, reader, source={"dataset": DEV[0], "data": str(DEV[1])})
+        dev_name = f"{confidence}, 2WikiMultihopQA train-split dev"
+        summary += [
+            _line(dev_name, dev),
+            _at_pooled(dev_name, dev, pooled.threshold, reader),
+            _without_checks(dev_name, dev, reader),
+        ]
         sections.append(f"# The {confidence} *f*\n\n## Pooled: MuSiQue + 2WikiMultihopQA (θ = {pooled.threshold:g})\n")
         sections.append(pooled.render(reader_name=f"bundled ({confidence})"))
         for name in SETS:

@@ -1,7 +1,7 @@
 """Two checks of the reader's *g* before it overrules the LLM (``Context.answer_checks``).
 
 Verification corrects a node when ``f > θ`` and *g* is not in the LLM's answer. On the oracle
-chains of the dev samples, two kinds of confident reads broke correct nodes:
+chains of the ``../shared`` MuSiQue and 2Wiki samples, two kinds of confident reads broke correct nodes:
 
 * **g of the wrong kind.** "What is the place of birth of Denys Desjardins?" read "1966"
   (f = 6.40), "... of Mark Steven Johnson?" read "October 30, 1964" (f = 5.06): the reader took
