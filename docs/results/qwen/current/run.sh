@@ -10,7 +10,8 @@
 # reader at its calibrated θ, and BM25 over each dataset's paragraphs with every method's top 5
 # re-ranked by the reader (--rerank 5: the same retriever for every method). Two (question, method)
 # pairs at a time, whose calls llama.cpp decodes together. About 0.9 minutes a question for the four
-# methods and 0.45 for the paper's preset on two CPU cores (2Wiki and MuSiQue): about 2.2 hours a dataset.
+# methods and 0.45 for the paper's preset on two CPU cores (2Wiki and MuSiQue): about 2.2 hours a dataset;
+# StrategyQA's three methods about 0.6 minutes a question: about 1.7 hours with its paper's preset.
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 D=${SEARCHAIN_DATA:-../shared/data}
