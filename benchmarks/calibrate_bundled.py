@@ -41,22 +41,22 @@ DEV = ("2wikimultihopqa", DATA / "2wikimultihopqa/train.sample200.jsonl")
 """Dev questions with gold chains that no result reports (2Wiki's train split)."""
 
 
-def _line(name: str, cal: Calibration) -> str:
-    row = cal.rows[cal.chosen]
+def _row(name: str, theta: float, row: dict[str, Any]) -> str:
+    """One summary line: a sweep's ``row`` at ``theta``."""
     return (
-        f"| {name} | {cal.threshold:g} | {100 * row['wrong_repaired']:.1f}% | {100 * row['correct_broken']:.1f}% "
+        f"| {name} | {theta:g} | {100 * row['wrong_repaired']:.1f}% | {100 * row['correct_broken']:.1f}% "
         f"| {100 * row['unsolved_completed']:.1f}% | {row['n_wrong']} / {row['n_correct']} / {row['n_unsolved']} |"
     )
+
+
+def _line(name: str, cal: Calibration) -> str:
+    return _row(name, cal.threshold, cal.rows[cal.chosen])
 
 
 def _at_pooled(name: str, cal: Calibration, theta: float, reader: BundledReader) -> str:
     """A dataset's own nodes at the pooled θ (the one that ships), as a summary line."""
     row = sweep(cal.nodes, [theta], settings=reader_settings(reader, confidence_threshold=theta)[0])[0]
-    return (
-        f"| {name}, at the pooled θ | {theta:g} | {100 * row['wrong_repaired']:.1f}% | "
-        f"{100 * row['correct_broken']:.1f}% | {100 * row['unsolved_completed']:.1f}% | "
-        f"{row['n_wrong']} / {row['n_correct']} / {row['n_unsolved']} |"
-    )
+    return _row(f"{name}, at the pooled θ", theta, row)
 
 
 def _without_checks(name: str, cal: Calibration, reader: BundledReader) -> str:
@@ -64,12 +64,7 @@ def _without_checks(name: str, cal: Calibration, reader: BundledReader) -> str:
     settings = replace(reader_settings(reader)[0], answer_checks=False)
     rows = sweep(cal.nodes, [float(row["theta"]) for row in cal.rows], settings=settings)
     choice = choose_threshold(rows)
-    row = rows[choice.row]
-    return (
-        f"| {name}, without the checks of g | {choice.threshold:g} | {100 * row['wrong_repaired']:.1f}% | "
-        f"{100 * row['correct_broken']:.1f}% | {100 * row['unsolved_completed']:.1f}% | "
-        f"{row['n_wrong']} / {row['n_correct']} / {row['n_unsolved']} |"
-    )
+    return _row(f"{name}, without the checks of g", choice.threshold, rows[choice.row])
 
 
 def main() -> None:
