@@ -2,14 +2,14 @@
 
 For each *f* (``joint``, the default, and ``relevance``, the paper's), θ is chosen by the
 calibration rule (:func:`searchain_graph.evaluation.calibration.choose_threshold`) on the gold
-chains of the ``../shared`` samples of MuSiQue and 2WikiMultihopQA pooled (the samples the results
-report); each dataset's own table is computed too. The pooled choices are written beside the weights
-(``calibration.json``, ``calibration-relevance.json``), in the format ``searchain calibrate``
-saves; the tables go to one Markdown file.
+chains of 2WikiMultihopQA's train-split dev questions, which no result reports. The choices are
+written beside the weights (``calibration.json``, ``calibration-relevance.json``), in the format
+``searchain calibrate`` saves; the tables go to one Markdown file. The dev chains are also swept
+with the checks of *g* off: the θ the rule would choose without them.
 
-The same rule is then applied to the gold chains of 2WikiMultihopQA's train-split dev questions,
-which no result reports, with the checks of *g* and without them: the θ the dev questions would
-choose, and what the checks do there.
+The same rule is then applied to the gold chains of the ``../shared`` samples of MuSiQue and
+2WikiMultihopQA that the results report, pooled and each alone, and each is read at the dev θ:
+how the choice holds on chains it was not made on.
 
     python benchmarks/calibrate_bundled.py --out docs/results/oracle_chain_bundled_tables.md
 """
@@ -53,10 +53,10 @@ def _line(name: str, cal: Calibration) -> str:
     return _row(name, cal.threshold, cal.rows[cal.chosen])
 
 
-def _at_pooled(name: str, cal: Calibration, theta: float, reader: BundledReader) -> str:
-    """A dataset's own nodes at the pooled θ (the one that ships), as a summary line."""
+def _at_dev(name: str, cal: Calibration, theta: float, reader: BundledReader) -> str:
+    """A sample's own nodes at the dev θ (the one that ships), as a summary line."""
     row = sweep(cal.nodes, [theta], settings=reader_settings(reader, confidence_threshold=theta)[0])[0]
-    return _row(f"{name}, at the pooled θ", theta, row)
+    return _row(f"{name}, at the dev θ", theta, row)
 
 
 def _without_checks(name: str, cal: Calibration, reader: BundledReader) -> str:
@@ -68,7 +68,7 @@ def _without_checks(name: str, cal: Calibration, reader: BundledReader) -> str:
 
 
 def main() -> None:
-    """Calibrate, save the pooled θ beside the weights, write the tables."""
+    """Calibrate on the dev chains, save θ beside the weights, write the tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=BUNDLED_READER_DIR)
     parser.add_argument("--out", type=Path, required=True, help="the Markdown tables")
@@ -82,6 +82,14 @@ def main() -> None:
     summary: list[str] = []
     for confidence in ("joint", "relevance"):
         reader = BundledReader(args.model, confidence=confidence).load()
+        dev_name = f"{confidence}, 2WikiMultihopQA train-split dev"
+        dev = calibrate(
+            dev_examples,
+            dev_retriever,
+            reader,
+            source={"dataset": DEV[0], "data": str(DEV[1]), "reader_spec": "bundled"},
+        )
+        summary += [_line(f"{dev_name} (ships)", dev), _without_checks(dev_name, dev, reader)]
         results: dict[str, Calibration] = {}
         for name in SETS:
             results[name] = calibrate(
@@ -93,29 +101,25 @@ def main() -> None:
             retrievers[first],
             reader,
             also=[(examples[second], retrievers[second])],
-            source={"dataset": f"{first}+{second}", "data": [str(p) for p in SETS.values()], "reader_spec": "bundled"},
+            source={"dataset": f"{first}+{second}", "data": [str(p) for p in SETS.values()]},
         )
-        summary.append(_line(f"{confidence}, pooled", pooled))
+        summary += [_line(f"{confidence}, reported samples pooled", pooled)]
         summary += [_line(f"{confidence}, {TITLES[n]}", results[n]) for n in SETS]
-        summary += [_at_pooled(f"{confidence}, {TITLES[n]}", results[n], pooled.threshold, reader) for n in SETS]
-        dev = calibrate(dev_examples, dev_retriever, reader, source={"dataset": DEV[0], "data": str(DEV[1])})
-        dev_name = f"{confidence}, 2WikiMultihopQA train-split dev"
-        summary += [
-            _line(dev_name, dev),
-            _at_pooled(dev_name, dev, pooled.threshold, reader),
-            _without_checks(dev_name, dev, reader),
-        ]
-        sections.append(f"# The {confidence} *f*\n\n## Pooled: MuSiQue + 2WikiMultihopQA (θ = {pooled.threshold:g})\n")
+        summary += [_at_dev(f"{confidence}, reported samples pooled", pooled, dev.threshold, reader)]
+        summary += [_at_dev(f"{confidence}, {TITLES[n]}", results[n], dev.threshold, reader) for n in SETS]
+        sections.append(f"# The {confidence} *f*\n\n## 2WikiMultihopQA train-split dev: θ = {dev.threshold:g} ships\n")
+        sections.append(dev.render(reader_name=f"bundled ({confidence})"))
+        sections.append("\n## The reported samples: MuSiQue + 2WikiMultihopQA pooled\n")
         sections.append(pooled.render(reader_name=f"bundled ({confidence})"))
         for name in SETS:
             sections.append(f"\n## {TITLES[name]}\n")
             sections.append(results[name].render(reader_name=f"bundled ({confidence})"))
         if not args.no_save:
             with tempfile.TemporaryDirectory() as tmp:
-                saved = save_threshold(reader, pooled.threshold, details=pooled.record(), directory=tmp)
+                saved = save_threshold(reader, dev.threshold, details=dev.record(), directory=tmp)
                 target = _calibration_file(args.model, confidence)
                 shutil.copyfile(saved, target)
-            print(f"saved θ = {pooled.threshold:g} for the {confidence} f to {target}")
+            print(f"saved θ = {dev.threshold:g} for the {confidence} f to {target}")
     head = (
         "| *f*, chains | θ | wrong repaired | correct broken | unsolved completed "
         "| nodes wrong / correct / unsolved |\n"
