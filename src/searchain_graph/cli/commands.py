@@ -135,6 +135,7 @@ def run_eval(args: argparse.Namespace) -> int:
             },
             options=eval_options(args),
             rerun_contended=args.rerun_contended,
+            rerun_threshold=args.rerun_threshold,
             cache=_open_cache(args.cache),
             keep_text=not args.without_text,
         )

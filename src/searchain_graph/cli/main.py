@@ -346,6 +346,13 @@ def _build_parser() -> argparse.ArgumentParser:
         "or more (their records' cpu); the new record supersedes the old",
     )
     ev.add_argument(
+        "--rerun-threshold",
+        action="store_true",
+        help="after θ moved: run again the SearChain pairs whose recorded IR checks this run's θ could decide "
+        "otherwise (f between the θ they were decided at and this one; a record keeping no checks runs whole); "
+        "the new record supersedes the old",
+    )
+    ev.add_argument(
         "--cache",
         default=None,
         metavar="FILE",

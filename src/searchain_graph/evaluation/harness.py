@@ -40,10 +40,11 @@ from searchain_graph.evaluation.comparisons import copies, correct, repairs_of, 
 from searchain_graph.evaluation.cpu_meter import CpuMeter, contended
 from searchain_graph.evaluation.datasets import Example
 from searchain_graph.evaluation.method_spec import count_rounds
-from searchain_graph.evaluation.methods import METHODS, GraphFactory, parse_methods
+from searchain_graph.evaluation.methods import METHODS, SEARCHAIN, GraphFactory, parse_methods
 from searchain_graph.evaluation.metrics import score
 from searchain_graph.evaluation.node_judges import node_verdicts
 from searchain_graph.evaluation.report import latest_records
+from searchain_graph.evaluation.threshold_changes import check_scores, stale_at
 from searchain_graph.ir.readers.base import Reader
 from searchain_graph.llms.servers import describe_llm_failure
 from searchain_graph.method.parsing import citations
@@ -189,7 +190,8 @@ def without_text(record: dict[str, Any]) -> dict[str, Any]:
     prediction, the metrics, the costs, where the final path's nodes came from, and what the
     report's sections would read off the text, worked out while it is at hand: IR's changed nodes
     as judged against the gold (``node_verdicts``), the chain repairs that fired (``repairs``),
-    a reply cut before its answer (``cut_before_answer``), a hit on the question's own words
+    a reply cut before its answer (``cut_before_answer``), each IR check's action, *f* and θ
+    (``checks``: what :mod:`~searchain_graph.evaluation.threshold_changes` reads), a hit on the question's own words
     (``restated``), the demonstration names copied (``copied``) and where a wrong SearChain
     answer lost the gold (``where_lost``). So every table, paired difference and node judge of
     the report reads the same from it; the report has no tree page for it, and the sections
@@ -202,6 +204,8 @@ def without_text(record: dict[str, Any]) -> dict[str, Any]:
     kept["repairs"] = repairs_of(record)
     kept["cut_before_answer"] = cut_before_answer(record)
     kept["restated"] = restated(record)
+    if record.get("tree"):
+        kept["checks"] = check_scores(record)
     spec = METHODS.get(str(record.get("method")))
     if spec is not None and spec.demonstration_names:
         kept["copied"] = copies(record, spec.demonstration_names)
@@ -301,6 +305,7 @@ def run_evaluation(
     extra: dict[str, Any] | None = None,
     options: Mapping[str, Any] | None = None,
     rerun_contended: bool = False,
+    rerun_threshold: bool = False,
     cache: BaseCache[Any] | None = None,
     keep_text: bool = True,
 ) -> RunSummary:
@@ -325,6 +330,10 @@ def run_evaluation(
         rerun_contended: Run again the pairs whose last record's seconds were measured beside other
             work (:func:`~searchain_graph.evaluation.cpu_meter.contended`); the new record
             supersedes it in the report, and the old one stays in the file.
+        rerun_threshold: Run again the SearChain pairs whose recorded IR checks this run's θ
+            could decide otherwise (:func:`~searchain_graph.evaluation.threshold_changes.stale_at`:
+            an *f* between the θ a check was decided at and this one), after θ moved; as
+            for ``rerun_contended``, the new record supersedes the old.
         cache: A LangGraph cache for the methods that take one (SearChain and its ablations with
             IR): their retrievals and readings are cached tasks, shared by every method and
             question of the run (and by later runs, for a persistent cache); the records' ``usage``
@@ -355,6 +364,15 @@ def run_evaluation(
     if rerun_contended:
         existing = {key: r for key, r in existing.items() if not contended(r)}
     chosen = {m: METHODS[m].options_of(options or {}) for m in methods}
+    if rerun_threshold:
+        from searchain_graph.method.graph import resolve_threshold
+
+        theta = {
+            m: resolve_threshold(reader, chosen[m].get("confidence_threshold"))[0]
+            for m in methods
+            if METHODS[m].builder == SEARCHAIN
+        }
+        existing = {key: r for key, r in existing.items() if key[1] not in theta or not stale_at(r, theta[key[1]])}
     for (qid, method), record in existing.items():
         if method in chosen and (record.get("options") or {}) != chosen[method]:
             raise ValueError(
