@@ -275,7 +275,7 @@ def serve_llm() -> RuleChatModel:
     """A rule-based LLM for the real stack (BM25 over the demo corpus, the bundled reader).
 
     Round 1 writes :data:`CHAIN_WRONG`: the bundled reader corrects node 2 (Montreal → Toronto,
-    f ≈ 6.2 > θ 4.26 with the weights at step 8,112). Round 2 restarts from Toronto and leaves the last hop unsolved: IR
+    f ≈ 6.2 > θ 4.36 with the weights at step 8,112). Round 2 restarts from Toronto and leaves the last hop unsolved: IR
     completes it with whatever the reader finds. Round 3 takes that answer, and all its queries
     are duplicates. Tracing cites the path. ``searchain serve --model
     import:tests.fakes:serve_llm`` loads it (with the repository's root on ``PYTHONPATH``).

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from searchain_graph.evaluation.harness import read_records, run_evaluation, without_text
-from searchain_graph.evaluation.threshold_changes import check_scores, decided_otherwise, stale_at
+from searchain_graph.evaluation.threshold_changes import check_scores, decided_otherwise, recorded_checks, stale_at
 from tests.fakes import ScriptedReader, retriever
 from tests.unit_tests.test_evaluation import CONFIDENT, chain_llm, example
 
@@ -63,3 +64,23 @@ def test_eval_runs_again_only_the_pairs_a_new_theta_would_change(tmp_path: Path)
     rerun = check_scores(lines[-1])
     assert all(c["threshold"] == reader.default_threshold for c in rerun if c["confidence"] is not None)
     assert [r["method"] for r in again.records].count("searchain") == 1 and lines[-1] in again.records
+
+
+def test_cli_rerun_threshold_runs_a_record_that_kept_no_checks(tmp_path: Path) -> None:
+    """``searchain eval --rerun-threshold``: at the same θ nothing runs again, but a SearChain record
+    that kept no checks (written without text before they were kept) cannot tell, and runs again."""
+    from searchain_graph.cli import main
+    from tests.fakes import write_hotpot_file
+
+    data = write_hotpot_file(tmp_path / "one.jsonl", "x")
+    out = tmp_path / "results.jsonl"
+    args = ["eval", "--dataset", "hotpotqa", "--data", str(data), "--methods", "searchain,direct_retrieval"]
+    args += ["--out", str(out), "--model", "import:tests.fakes:serve_llm", "--reader", "llm", "--quiet"]
+    assert main(args) == 0
+    assert main([*args, "--rerun-threshold"]) == 0
+    assert len(read_records(out)) == 2  # the same θ decides every check the same
+    bare = [{k: v for k, v in r.items() if k not in ("tree", "checks")} for r in read_records(out)]
+    out.write_text("".join(json.dumps(r) + "\n" for r in bare), encoding="utf-8")
+    assert main([*args, "--rerun-threshold"]) == 0
+    lines = read_records(out)
+    assert [r["method"] for r in lines[2:]] == ["searchain"] and recorded_checks(lines[-1]) is not None

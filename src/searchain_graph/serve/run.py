@@ -130,7 +130,7 @@ async def follow_store(
 
 
 def verdict_line(check: Mapping[str, Any]) -> str:
-    """``round 1, node 2: correction (f=6.20, θ=4.26)``: one verdict for the page's log."""
+    """``round 1, node 2: correction (f=6.20, θ=4.36)``: one verdict for the page's log."""
     f, theta = check.get("confidence"), check.get("threshold")
     scores = f" (f={f:.2f}, θ={theta:.2f})" if isinstance(f, float) and isinstance(theta, float) else ""
     who = f", {check['review']['decision']}ed by a person" if check.get("review") else ""

@@ -18,11 +18,10 @@ repairs more wrong nodes at the same share of correct ones broken (``docs/reader
 ``confidence="relevance"`` gives the paper's *f*.
 
 θ is not the paper's 1.5, which belongs to DPR's own scale: it was chosen on the gold chains of
-the ``../shared`` MuSiQue and 2Wiki samples by the calibration rule of
+2WikiMultihopQA's train-split dev questions (which no result reports) by the calibration rule of
 :mod:`searchain_graph.evaluation.calibration`, for each *f*, and is stored beside the weights
 (``calibration.json`` for the joint *f*, ``calibration-relevance.json`` for the relevance logit);
-:attr:`BundledReader.default_threshold` reads the one for the reader's *f*. Those samples are the
-ones the results report; on 2Wiki's train-split dev chains the same rule picks 4.36 and 5.19.
+:attr:`BundledReader.default_threshold` reads the one for the reader's *f*.
 """
 
 from __future__ import annotations
