@@ -27,7 +27,7 @@ def test_only_an_f_between_the_two_thresholds_decides_otherwise() -> None:
 
 
 def test_a_record_is_stale_only_for_searchain_graphs_and_unknown_checks_count_as_stale() -> None:
-    tree = {"tree": [{"round": 1, "checks": [check("pass", 4.0), check("correction", 4.30)]}]}
+    tree = {"tree": [{"round": 1, "nodes": [], "checks": [check("pass", 4.0), check("correction", 4.30)]}]}
     record = {"method": "searchain", "tree": tree}
     assert stale_at(record, 4.36) and not stale_at(record, 4.20)
     assert stale_at({"method": "searchain_no_completion", "tree": tree}, 4.36)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from searchain_graph.evaluation.comparisons import branches
 from searchain_graph.evaluation.methods import METHODS, SEARCHAIN
 
 __all__ = ["check_scores", "decided_otherwise", "recorded_checks", "stale_at"]
@@ -26,9 +27,8 @@ __all__ = ["check_scores", "decided_otherwise", "recorded_checks", "stale_at"]
 
 def recorded_checks(record: dict[str, Any]) -> list[dict[str, Any]] | None:
     """Every IR check of a record, in every round; ``None`` when the record keeps none to read."""
-    tree = record.get("tree")
-    if isinstance(tree, dict):
-        return [c for branch in tree.get("tree") or [] for c in branch.get("checks") or []]
+    if isinstance(record.get("tree"), dict):
+        return [c for branch in branches(record) for c in branch.get("checks") or []]
     checks = record.get("checks")
     return list(checks) if isinstance(checks, list) else None
 
