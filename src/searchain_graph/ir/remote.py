@@ -292,9 +292,10 @@ class RemoteRetriever(BaseRetriever):
     doubled for each next try (with jitter), while the time left allows. A reply is read as it
     comes and refused beyond :attr:`max_reply_bytes`, inflated. The final failure raises
     :class:`RemoteRetrievalError` naming the URL and the cause: where the time ran out, a refused
-    connection, the HTTP status and body, a reply too big, not JSON (named with its content type)
-    or not the protocol. The URL's password is in no message nor in the ``repr`` (``user:…@``);
-    the request sends it as HTTP basic authentication.
+    connection, the HTTP status and body (also where a retry after it ran out of the time), a reply
+    too big, not JSON (named with its content type) or not the protocol. The URL's password is in
+    no message nor in the ``repr`` (``user:…@``); the request sends it as HTTP basic
+    authentication.
 
     Example:
         >>> with RemoteRetriever(url="http://127.0.0.1:8893/", k=1) as retriever:  # doctest: +SKIP
@@ -397,18 +398,26 @@ class RemoteRetriever(BaseRetriever):
     def _delay(self, attempt: int) -> float:
         return float(self.backoff * 2 ** (attempt - 1) * (0.5 + random.random() / 2))  # jitter
 
-    def _pause(self, error: Exception, attempt: int, deadline: float) -> float:
+    def _pause(self, error: Exception, attempt: int, deadline: float, answered: StatusError | None) -> float:
         """The pause before the try after ``error``; :class:`RemoteRetrievalError` when none is left.
 
         None is left after :attr:`max_attempts` tries, after a failure that will not pass, or when
-        the pause would end past the query's deadline.
+        the pause would end past the query's deadline. ``answered`` is the last HTTP error reply of
+        an earlier try: where a retry then runs out of the query's time, that reply is the cause
+        the message names.
         """
         if _transient(error) and attempt < self.max_attempts:
             delay = self._delay(attempt)
             if time.monotonic() + delay < deadline:
                 return delay
         shown, tries = self.shown_url, f" after {attempt} tries" if attempt > 1 else ""
-        if isinstance(error, StatusError):
+        if answered is not None and isinstance(error, httpx.TimeoutException | TimeoutError):
+            earlier = f" after {attempt - 1} tries" if attempt > 2 else ""
+            message = (
+                f"{shown} answered HTTP {answered.status}{earlier}: {answered.detail}; "
+                f"the next try got no whole reply within the timeout of {self.timeout:g} s"
+            )
+        elif isinstance(error, StatusError):
             message = f"{shown} answered HTTP {error.status}{tries}: {error.detail}"
         elif isinstance(error, httpx.TransportError):
             message = _unreachable(shown, error, self.timeout, tries)
@@ -471,11 +480,13 @@ class RemoteRetriever(BaseRetriever):
     ) -> list[Document]:
         k = self._k(k)
         deadline = time.monotonic() + self.timeout
+        answered: StatusError | None = None  # the last HTTP error reply of a try
         for attempt in range(1, self.max_attempts + 1):
             try:
                 body, content_type = self._try(query, k, deadline)
             except (httpx.HTTPError, StatusError) as error:
-                time.sleep(self._pause(error, attempt, deadline))
+                time.sleep(self._pause(error, attempt, deadline, answered))
+                answered = error if isinstance(error, StatusError) else answered
                 continue
             return self._documents(body, content_type, k)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -485,11 +496,13 @@ class RemoteRetriever(BaseRetriever):
     ) -> list[Document]:
         k = self._k(k)
         deadline = time.monotonic() + self.timeout
+        answered: StatusError | None = None  # the last HTTP error reply of a try
         for attempt in range(1, self.max_attempts + 1):
             try:
                 body, content_type = await self._atry(query, k, deadline)
             except (httpx.HTTPError, StatusError, TimeoutError) as error:
-                await asyncio.sleep(self._pause(error, attempt, deadline))
+                await asyncio.sleep(self._pause(error, attempt, deadline, answered))
+                answered = error if isinstance(error, StatusError) else answered
                 continue
             return self._documents(body, content_type, k)
         raise AssertionError("unreachable")  # pragma: no cover
