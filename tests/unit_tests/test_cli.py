@@ -192,22 +192,26 @@ def test_ask_serve_and_eval_load_their_stack_one_way(
     evaluate = ["eval", "--dataset", "hotpotqa", "--data", str(data), "--methods", "direct", *model]
     assert main([*evaluate, "--out", str(tmp_path / "r.jsonl"), "--quiet"]) == 0
     assert [c.get("max_batch_size", 1) for c in calls] == [1, 2, 1]
-    assert [c.get("response_cache", 0) for c in calls] == [0, 0, commands.EVAL_RESPONSE_CACHE]
+    kept = [c.get("llm_cache") for c in calls]  # eval keeps replies in memory; ask and serve keep none
+    assert kept[:2] == [None, None] and kept[2].__class__.__name__ == "InMemoryCache"
     assert calls[2]["documents"] and calls[2]["load_reader_now"] is False  # the dataset's own paragraphs
     capsys.readouterr()
 
 
 def test_load_stack_passes_the_options_when_the_model_is_built(tiny_llm_dir: Path) -> None:
     from searchain_graph.cli.main import _build_parser
+    from langchain_core.caches import InMemoryCache
+
     from searchain_graph.cli.stack import load_stack
     from searchain_graph.llms.chat_model import TransformersChatModel
 
     args = _build_parser().parse_args(["ask", QUESTION, "--corpus", DEMO, "--model", str(tiny_llm_dir)])
     said: list[str] = []
-    stack = load_stack(args, say=said.append, max_batch_size=2, response_cache=8)
+    kept = InMemoryCache(maxsize=8)
+    stack = load_stack(args, say=said.append, max_batch_size=2, llm_cache=kept)
     llm = stack.llm
     assert isinstance(llm, TransformersChatModel) and stack.local
-    assert (llm.max_batch_size, llm.response_cache, llm.max_new_tokens) == (2, 8, 256)
+    assert (llm.max_batch_size, llm.cache, llm.max_new_tokens) == (2, kept, 256)
     assert stack.decoder is None and llm.decoder is None  # torch: transformers, no decoder of its own
     assert stack.model_name == tiny_llm_dir.name and stack.source.startswith("BM25 over ")
     assert len(said) == 3 and said[2].startswith("loaded the bundled reader in ")

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.caches import InMemoryCache
 from langchain_core.messages import AIMessage, HumanMessage
 
 from searchain_graph.llms.chat_model import TransformersChatModel
@@ -93,8 +94,9 @@ def test_loads_a_local_directory(tiny_llm_dir: Path) -> None:
 
 
 def test_options_of_a_local_model_are_set_when_it_is_built(tiny_llm_dir: Path) -> None:
-    llm = load_chat_model(str(tiny_llm_dir), max_new_tokens=4, max_batch_size=2, response_cache=3)
+    kept = InMemoryCache()
+    llm = load_chat_model(str(tiny_llm_dir), max_new_tokens=4, max_batch_size=2, cache=kept)
     assert isinstance(llm, TransformersChatModel)
-    assert (llm.max_batch_size, llm.response_cache) == (2, 3) and llm.decoder is None
+    assert (llm.max_batch_size, llm.cache) == (2, kept) and llm.decoder is None
     assert llm.invoke("hi").usage_metadata is not None
-    assert load_chat_model(str(tiny_llm_dir)).response_cache == 0  # TransformersChatModel's default
+    assert load_chat_model(str(tiny_llm_dir)).cache is None  # no cache of its own unless given

@@ -127,7 +127,7 @@ def test_chat_model_on_the_onnx_backend(
     tiny_llm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_onnx: dict[str, Path]
 ) -> None:
     monkeypatch.setenv("SEARCHAIN_CACHE", str(tmp_path / "cache"))
-    llm = TransformersChatModel(model_path=str(tiny_llm_dir), backend="onnx-int4", max_new_tokens=6, response_cache=4)
+    llm = TransformersChatModel(model_path=str(tiny_llm_dir), backend="onnx-int4", max_new_tokens=6)
     reply = llm.invoke("Passage Question", logprobs=True)
     assert reply.usage_metadata is not None and 0 < reply.usage_metadata["output_tokens"] <= 6
     assert len(reply.response_metadata["logprobs"]["content"]) <= reply.usage_metadata["output_tokens"]

@@ -40,7 +40,7 @@ from searchain_graph.ir.readers.calibration import reader_key
 from searchain_graph.method.context import PRESET_VALUES, Context
 
 EVAL_RESPONSE_CACHE = 4096
-"""Replies a local model remembers during ``searchain eval``: SearChain and its ablations send the same first prompt."""
+"""LLM replies ``searchain eval`` keeps in memory without ``--cache`` (its ablations share SearChain's first prompt)."""
 
 
 def run_index(args: argparse.Namespace) -> int:
@@ -95,19 +95,23 @@ def run_eval(args: argparse.Namespace) -> int:
     stack = load_stack(
         args,
         max_batch_size=args.batch_size,
-        response_cache=EVAL_RESPONSE_CACHE,
+        llm_cache=_open_llm_cache(args.cache, memory=EVAL_RESPONSE_CACHE),
         documents=paragraphs,
         load_reader_now=False,
     )
     concurrency = args.concurrency or (args.batch_size if stack.local else 4)
     out = Path(args.out or Path("results") / f"{examples[0]['dataset'] if examples else args.dataset}.jsonl")
     correct: dict[str, list[float]] = {}
+    calls = [0, 0]  # this run's LLM calls, and those the LLM cache answered
     with tqdm(
         total=len(examples) * len(methods), desc="eval", unit=" runs", disable=args.quiet, file=sys.stderr
     ) as bar:
 
         def progress(record: dict[str, Any]) -> None:
             correct.setdefault(record["method"], []).append(record.get("metrics", {}).get("cover_em", 0.0))
+            usage = record.get("usage") or {}
+            calls[0] += int(usage.get("llm_calls") or 0)
+            calls[1] += int(usage.get("llm_cache_hits") or 0)
             bar.update(1)
             bar.set_postfix_str(" ".join(f"{m}={100 * sum(v) / len(v):.0f}" for m, v in correct.items()), refresh=False)
 
@@ -156,10 +160,25 @@ def run_eval(args: argparse.Namespace) -> int:
             f"({100 * stats.reused_tokens / max(1, stats.prompt_tokens):.0f}%) taken from the engine's cache, "
             f"{stats.calls} LLM calls"
         )
+    if calls[0]:
+        print(f"LLM cache: {calls[1]:,} of this run's {calls[0]:,} LLM calls answered from it")
     if summary.ran and summary.errors == summary.ran:
         print(f"every one of the {summary.ran} run(s) failed: see the error field in {out}", file=sys.stderr)
         return 1
     return 0
+
+
+def _open_llm_cache(path: str | None, *, memory: int = 0) -> Any:
+    """The LLM-call cache of ``--cache FILE`` (the IR cache's file); without one, ``memory`` replies in memory."""
+    if path is not None:
+        from searchain_graph.llms.call_cache import SQLiteLLMCache
+
+        return SQLiteLLMCache(path)
+    if memory:
+        from langchain_core.caches import InMemoryCache
+
+        return InMemoryCache(maxsize=memory)
+    return None
 
 
 def _open_cache(path: str | None) -> Any:
@@ -223,9 +242,9 @@ def _print_result(out: dict[str, Any], seconds: float) -> None:
         f"{usage['words_out']} out, {usage['retrieval_calls']} retrievals, {usage['reader_calls']} reads, "
         f"{seconds:.1f} s"
     )
-    cached = usage.get("retrieval_cache_hits", 0), usage.get("reader_cache_hits", 0)
+    cached = usage.get("llm_cache_hits", 0), usage.get("retrieval_cache_hits", 0), usage.get("reader_cache_hits", 0)
     if any(cached):
-        print(f"from the cache: {cached[0]} retrievals, {cached[1]} reads")
+        print(f"from the cache: {cached[0]} LLM calls, {cached[1]} retrievals, {cached[2]} reads")
     for warning in out["warnings"]:
         print(f"note: {warning}", file=sys.stderr)
 
@@ -258,7 +277,9 @@ def build_graph(
     from searchain_graph.method.graph import create_searchain_graph
 
     context = context_of(args)
-    stack = load_stack(args, say=say, max_batch_size=max_batch_size)
+    stack = load_stack(
+        args, say=say, max_batch_size=max_batch_size, llm_cache=_open_llm_cache(getattr(args, "cache", None))
+    )
     graph = create_searchain_graph(
         stack.llm,
         stack.retriever,
@@ -272,7 +293,7 @@ def build_graph(
         f"LLM {stack.model_name}; {stack.source}; reader {args.reader}; preset {context.preset}; "
         f"task {context.task}; at most {context.max_rounds} rounds"
     ) + ("; a person reviews each correction" if getattr(args, "review", False) else "")
-    about += f"; IR cache {args.cache}" if getattr(args, "cache", None) else ""
+    about += f"; LLM and IR cache {args.cache}" if getattr(args, "cache", None) else ""
     return graph, about
 
 

@@ -79,7 +79,7 @@ def load_stack(
     *,
     say: Callable[[str], None] = _silent,
     max_batch_size: int = 1,
-    response_cache: int = 0,
+    llm_cache: Any = None,
     documents: Sequence[Document] | None = None,
     load_reader_now: bool = True,
 ) -> Stack:
@@ -91,7 +91,7 @@ def load_stack(
             :class:`~searchain_graph.ir.reranked.ReaderReranked`).
         say: Where the progress of loading goes (how long each part took).
         max_batch_size: Local models: calls decoded together.
-        response_cache: Local models: replies remembered and answered again from memory.
+        llm_cache: LangChain's LLM cache (a ``BaseCache``) for the chat model; ``None``: none.
         documents: Passages to index with BM25 when neither ``--index`` nor ``--corpus`` is given.
         load_reader_now: Load a reader with weights now rather than at its first reading.
 
@@ -129,7 +129,7 @@ def load_stack(
         max_batch_size=max_batch_size,
         backend=args.llm_backend,
         timeout=args.llm_timeout,
-        response_cache=response_cache,
+        cache=llm_cache,
     )
     if isinstance(llm, TransformersChatModel):
         llm.load()

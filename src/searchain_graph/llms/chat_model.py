@@ -14,9 +14,7 @@ import importlib
 import importlib.util
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,7 +33,7 @@ from searchain_graph.llms.packaged import PACKAGED_MODELS, packaged_gguf
 from searchain_graph.llms.replies import last_chunk, reply_message, stream_reply
 from searchain_graph.llms.sampling import generate_one, repeats_at_end
 from searchain_graph.llms.tool_calls import chat_messages, template_takes_tools
-from searchain_graph.llms.weights import load_transformers
+from searchain_graph.llms.weights import content_key, load_transformers
 
 logger = logging.getLogger(__name__)
 
@@ -64,11 +62,12 @@ class TransformersChatModel(BaseChatModel):
         max_batch_size: ``llama.cpp``: calls decoded together, each in a slot of its own (1, the
             default: one at a time). Results can differ from sequential decoding where two tokens
             nearly tie. Other backends run one call at a time.
-        response_cache: Remember this many replies, keyed by the exact prompt tokens and settings, and
-            answer a repeated call from memory (0, the default, remembers none). Decoding is greedy, so a
-            remembered reply is the reply; its usage is reported as if generated. An identical call made
-            while the first is still running waits for it. ``searchain eval`` turns this on: SearChain and
-            its ablations send the same first prompt.
+        cache: LangChain's LLM cache (any ``BaseCache``, such as
+            :class:`~searchain_graph.llms.call_cache.SQLiteLLMCache`): a call made before is answered
+            from it. The key holds the weights' SHA-256 (:attr:`weights_digest`), the backend,
+            ``max_new_tokens``, ``stop_repeats``, ``logprobs`` and the call's stop sequences, temperature
+            and seed, so another model or setting misses. Decoding is greedy, so a stored reply is the
+            reply; its usage is reported as when it was generated. ``searchain eval`` turns it on.
         cache_dequantized: Save a GGUF checkpoint, once dequantised, as safetensors under
             ``$SEARCHAIN_CACHE`` (default ``~/.cache/searchain-graph``), keyed by the file's
             content, so later loads skip the slow GGUF conversion.
@@ -103,7 +102,6 @@ class TransformersChatModel(BaseChatModel):
     logprobs: bool = False
     cache_dequantized: bool = True
     max_batch_size: int = Field(default=1, ge=1)
-    response_cache: int = Field(default=0, ge=0)
     stop_repeats: int = Field(default=3, ge=0)
     model_name: str = Field(default="")
 
@@ -116,8 +114,7 @@ class TransformersChatModel(BaseChatModel):
     _decoder: Any = PrivateAttr(default=None)
     _tokenizer: Any = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    _replies: OrderedDict[Any, Future[tuple[list[int], list[float], str]]] = PrivateAttr(default_factory=OrderedDict)
-    _replies_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _weights_digest: str | None = PrivateAttr(default=None)
 
     @classmethod
     def from_smollm2(cls, **kwargs: Any) -> TransformersChatModel:
@@ -167,14 +164,35 @@ class TransformersChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
+        # What changes a reply, and so LangChain's LLM-cache key: the weights by content (not by
+        # path, so a cache file serves another installation of the same model), and the settings.
         return {
-            "model_path": self.model_path,
-            "gguf_file": self.gguf_file,
+            "model": self.model_name or self.gguf_file or Path(self.model_path).name,
+            "weights_sha256": self.weights_digest,
             "max_new_tokens": self.max_new_tokens,
             "backend": self.backend,
             "stop_repeats": self.stop_repeats,
             "speculation": self.speculation,
+            "draft_model": self.draft_model,
+            "logprobs": self.logprobs,
         }
+
+    @property
+    def weights_digest(self) -> str:
+        """The SHA-256 of the weights (a packaged model's recorded one; otherwise hashed once and remembered).
+
+        A hub name that is not a local path is named by itself: its files are the hub's.
+        """
+        if self._weights_digest is None:
+            source = Path(self.model_path) / self.gguf_file if self.gguf_file else Path(self.model_path)
+            known = {m.title: m.sha256 for m in PACKAGED_MODELS.values()}.get(self.model_name)
+            if known is not None and source.is_file():
+                self._weights_digest = known
+            elif source.exists():
+                self._weights_digest = content_key(source)
+            else:
+                self._weights_digest = f"hub:{self.model_path}"
+        return self._weights_digest
 
     @property
     def decoder(self) -> Any:
@@ -248,16 +266,7 @@ class TransformersChatModel(BaseChatModel):
             ids = self._encode(chat_messages(messages, tools, native=native), tools if native else None)
         self._check_length(len(ids))
         temperature, seed = float(kwargs.get("temperature") or 0.0), kwargs.get("seed")
-        key = (tuple(ids), max_new, tuple(stops), want_logprobs, temperature, seed)
-        owner, future = self._claim(key, remember=temperature <= 0 or seed is not None)
-        if owner:
-            try:
-                future.set_result(self._decode(ids, max_new, stops, want_logprobs, temperature, seed, progress))
-            except BaseException as exc:
-                future.set_exception(exc)
-                with self._replies_lock:
-                    self._replies.pop(key, None)
-        new_ids, logprobs, finish = future.result()
+        new_ids, logprobs, finish = self._decode(ids, max_new, stops, want_logprobs, temperature, seed, progress)
         tok = self._tokenizer
         return reply_message(
             len(ids), new_ids, [tok.decode([t]) for t in new_ids], tok.decode(new_ids, skip_special_tokens=True),
@@ -300,21 +309,6 @@ class TransformersChatModel(BaseChatModel):
         if tool_choice == "none":
             return self.bind(**kwargs)
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
-    def _claim(self, key: Any, remember: bool = True) -> tuple[bool, Future[tuple[list[int], list[float], str]]]:
-        """The future holding this call's reply, and whether this caller must produce it."""
-        future: Future[tuple[list[int], list[float], str]] = Future()
-        if not self.response_cache or not remember:  # an unseeded sample is never remembered
-            return True, future
-        with self._replies_lock:
-            known = self._replies.get(key)
-            if known is not None:
-                self._replies.move_to_end(key)
-                return False, known
-            self._replies[key] = future
-            while len(self._replies) > self.response_cache:
-                self._replies.popitem(last=False)
-        return True, future
 
     def _decode(
         self,

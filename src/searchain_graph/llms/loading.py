@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from langchain_core.caches import BaseCache
 from langchain_core.language_models import BaseChatModel
 
 from searchain_graph.llms.backends import GGUF_BACKEND, Backend
@@ -40,7 +41,7 @@ def load_chat_model(
     max_batch_size: int = 1,
     backend: Backend | None = None,
     timeout: float | None = None,
-    response_cache: int = 0,
+    cache: BaseCache | None = None,
 ) -> BaseChatModel:
     """Build the chat model named by ``spec`` (see the module docstring for the choices).
 
@@ -58,12 +59,22 @@ def load_chat_model(
             models, SmolLM2, a ``.gguf`` path), ``"torch"`` for other local models. See
             :class:`TransformersChatModel`. Remote models ignore it.
         timeout: ``openai:`` models: seconds per request (see :func:`~searchain_graph.llms.servers.openai_chat_model`).
-        response_cache: Local models: replies remembered and answered again from memory (0: none).
+        cache: LangChain's LLM cache for the model (``cache=``; any ``BaseCache``, such as
+            :class:`~searchain_graph.llms.call_cache.SQLiteLLMCache`); ``None``: LangChain's global one, if set.
 
     Raises:
         ModelNotFoundError: a local path, a packaged model's parts, the SmolLM2 package or an
             ``import:`` target is missing.
     """
+    model = _build(spec, max_new_tokens=max_new_tokens, max_batch_size=max_batch_size, backend=backend, timeout=timeout)
+    if cache is not None:
+        model.cache = cache
+    return model
+
+
+def _build(
+    spec: str | None, *, max_new_tokens: int | None, max_batch_size: int, backend: Backend | None, timeout: float | None
+) -> BaseChatModel:
     if spec is None:
         if os.environ.get("OPENAI_API_KEY"):
             spec = "openai:" + os.environ.get("SEARCHAIN_OPENAI_MODEL", DEFAULT_OPENAI_MODEL)
@@ -71,7 +82,6 @@ def load_chat_model(
             spec = DEFAULT_LOCAL_MODEL
     budget = DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens
     local: dict[str, Any] = {"max_new_tokens": budget, "max_batch_size": max_batch_size, "backend": backend or "torch"}
-    local["response_cache"] = response_cache
     if spec == "smollm2":
         return TransformersChatModel.from_smollm2(**{**local, "backend": backend})
     if spec in PACKAGED_MODELS:

@@ -16,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from langsmith import get_current_run_tree
 
 from searchain_graph.ir.documents import json_safe
+from searchain_graph.llms.call_cache import is_cache_hit
 from searchain_graph.method.parsing import word_count
 from searchain_graph.method.state import DocumentDict, Usage, empty_usage
 
@@ -88,7 +89,10 @@ def message_text(message: BaseMessage) -> str:
 
 
 def count_usage(usage: Usage, sent: Sequence[BaseMessage], reply: BaseMessage) -> Usage:
-    """``usage`` plus one LLM call: words of ``sent`` and ``reply``, and the reply's token counts."""
+    """``usage`` plus one LLM call: its words, tokens, and whether an LLM cache answered it.
+
+    A call answered from a cache still counts its words and tokens: what the method asked for.
+    """
     usage = dict(usage)  # type: ignore[assignment]
     usage["llm_calls"] += 1
     usage["words_in"] += word_count([message_text(m) for m in sent])
@@ -96,6 +100,7 @@ def count_usage(usage: Usage, sent: Sequence[BaseMessage], reply: BaseMessage) -
     meta = getattr(reply, "usage_metadata", None) or {}
     usage["input_tokens"] += int(meta.get("input_tokens", 0) or 0)
     usage["output_tokens"] += int(meta.get("output_tokens", 0) or 0)
+    usage["llm_cache_hits"] += int(is_cache_hit(reply))
     return usage
 
 

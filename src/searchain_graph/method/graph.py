@@ -42,8 +42,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Literal
 
+from langchain_core.caches import BaseCache as LLMCache
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.cache.base import BaseCache
@@ -54,6 +56,7 @@ from langgraph.types import RetryPolicy
 
 from searchain_graph.ir.readers.base import Reader, reader_traits
 from searchain_graph.ir.readers.calibration import load_calibration
+from searchain_graph.llms.call_cache import SQLiteLLMCache
 from searchain_graph.llms.servers import is_transient
 from searchain_graph.method.calls import label_node_run
 from searchain_graph.method.context import DEFAULT_THRESHOLD, Context, required
@@ -145,6 +148,7 @@ def create_searchain_graph(
     review: bool = False,
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     cache: BaseCache[Any] | None = None,
+    llm_cache: LLMCache | str | Path | None = None,
     retry_policy: RetryPolicy | None = DEFAULT_RETRY_POLICY,
     step_timeout: float | None = None,
     on_busy: OnBusy = "reject",
@@ -180,6 +184,11 @@ def create_searchain_graph(
         cache: A LangGraph cache passed to ``compile``: each retrieval and reading is then a
             task with a ``CachePolicy``, answered from the cache when seen before
             (:mod:`searchain_graph.method.ir_tasks`); ``usage`` counts the hits.
+        llm_cache: LangChain's LLM cache (any ``langchain_core.caches.BaseCache``), or the path of a
+            SQLite file for :class:`~searchain_graph.llms.call_cache.SQLiteLLMCache`: the graph's LLM
+            calls are answered from it when made before with the same messages, model and settings
+            (the graph uses a copy of ``llm`` with ``cache=`` set; ``usage["llm_cache_hits"]`` counts
+            the hits). None (the default): the model's own ``cache`` setting, or LangChain's global cache.
         retry_policy: For the nodes that call the LLM, retriever or reader
             (:data:`DEFAULT_RETRY_POLICY`; None: no retries).
         step_timeout: Seconds a step may take before the run fails with ``TimeoutError``; None
@@ -219,6 +228,13 @@ def create_searchain_graph(
             "checkpointer=InMemorySaver() (or a database's saver), or checkpointer=True where a parent "
             "graph or a server (langgraph dev) supplies one"
         )
+    if llm_cache is not None:
+        if isinstance(llm_cache, (str, Path)):
+            llm_cache = SQLiteLLMCache(llm_cache)
+        if not isinstance(llm_cache, LLMCache):
+            got = type(llm_cache).__name__
+            raise TypeError(f"llm_cache must be a langchain_core BaseCache or a file path, got {got}")
+        llm = llm.model_copy(update={"cache": llm_cache})
     graph_context = replace(context or Context(), **settings)
     defaults, source = reader_settings(reader, graph_context)
     theta = required(defaults.confidence_threshold, "confidence_threshold")

@@ -152,7 +152,9 @@ class Usage(TypedDict):
 
     ``retrieval_calls`` and ``reader_calls`` count what the method asked for; the ``*_cache_hits``
     say how many of those a graph compiled with a cache answered without calling the retriever
-    or the reader (:mod:`searchain_graph.method.ir_tasks`).
+    or the reader (:mod:`searchain_graph.method.ir_tasks`), and ``llm_cache_hits`` how many LLM
+    calls an LLM cache answered (:mod:`searchain_graph.llms.call_cache`). Tokens and words count every
+    call asked for, answered from a cache or not, so Table 5 compares the same thing either way.
     """
 
     llm_calls: int
@@ -164,6 +166,7 @@ class Usage(TypedDict):
     reader_calls: int
     retrieval_cache_hits: int
     reader_cache_hits: int
+    llm_cache_hits: int
 
 
 def empty_usage() -> Usage:
@@ -178,6 +181,7 @@ def empty_usage() -> Usage:
         "reader_calls": 0,
         "retrieval_cache_hits": 0,
         "reader_cache_hits": 0,
+        "llm_cache_hits": 0,
     }
 
 
