@@ -82,6 +82,9 @@ def compare(new: Path, old: Path) -> list[str]:
     for key in sorted(set(before) & set(after)):
         for field in COMPARED:
             was, now = _strip_seconds(before[key].get(field)), _strip_seconds(after[key].get(field))
+            if field == "usage" and isinstance(was, dict) and isinstance(now, dict):
+                # a counter one version does not keep (llm_cache_hits, say) counts as 0 there
+                was, now = {k: was.get(k, 0) for k in {*was, *now}}, {k: now.get(k, 0) for k in {*was, *now}}
             if was != now:
                 lines.append(
                     f"{key[0]} {key[1]} {field}:\n  before {json.dumps(was)[:400]}\n  after  {json.dumps(now)[:400]}"

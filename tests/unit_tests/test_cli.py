@@ -199,9 +199,9 @@ def test_ask_serve_and_eval_load_their_stack_one_way(
 
 
 def test_load_stack_passes_the_options_when_the_model_is_built(tiny_llm_dir: Path) -> None:
-    from searchain_graph.cli.main import _build_parser
     from langchain_core.caches import InMemoryCache
 
+    from searchain_graph.cli.main import _build_parser
     from searchain_graph.cli.stack import load_stack
     from searchain_graph.llms.chat_model import TransformersChatModel
 

@@ -98,9 +98,20 @@ def _eval(data: Path, out: Path) -> list[str]:
 
 
 def _comparable(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records without their wall time and CPU seconds, in a fixed order (threads finish in any order)."""
-    timeless = ({**{k: v for k, v in r.items() if k != "cpu"}, "seconds": 0.0} for r in records)
+    """The records without their wall time, CPU seconds and LLM-cache hits, in a fixed order.
+
+    Threads finish in any order, and a killed process loses the replies it kept in memory, so a
+    resumed run answers fewer calls from its cache; what each call returned is the same.
+    """
+    timeless = (
+        {**{k: v for k, v in r.items() if k != "cpu"}, "seconds": 0.0, "usage": _without_hits(r.get("usage"))}
+        for r in records
+    )
     return sorted(timeless, key=lambda r: (r["qid"], r["method"]))
+
+
+def _without_hits(usage: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if usage is None else {k: v for k, v in usage.items() if k != "llm_cache_hits"}
 
 
 def _pages(report: Path) -> dict[str, bytes]:

@@ -140,3 +140,26 @@ def test_presets_fill_the_adaptations_a_context_leaves_empty() -> None:
         threshold=2.0, reader_yes_no=False
     )
     assert (mixed.demonstrations, mixed.duplicates, mixed.confidence_threshold) == ("turns", "text", 3.0)
+
+
+def test_a_field_a_run_sets_wins_whatever_its_value() -> None:
+    graph = Context(max_rounds=1)
+    assert Context(max_rounds=5).over(graph).max_rounds == 5  # 5 is the default, and it was asked for
+    assert Context(max_rounds=4).over(graph).max_rounds == 4
+    assert Context().over(graph).max_rounds == 1  # a field the run leaves alone stays the graph's
+    assert Context(max_rounds=5).given == {"max_rounds"}
+
+
+def test_run_contexts_and_configurable_fields_reach_the_run() -> None:
+    from tests.fakes import QUESTION, TREE_READS, ScriptedReader, retriever, tree_llm
+
+    graph = create_searchain_graph(tree_llm(), retriever(), ScriptedReader(TREE_READS), max_rounds=1)
+    assert graph.invoke({"question": QUESTION})["rounds"] == 1
+    assert graph.invoke({"question": QUESTION}, context={"max_rounds": 5})["rounds"] == 3
+    assert graph.invoke({"question": QUESTION}, context=Context(max_rounds=5))["rounds"] == 3
+    # As LangGraph servers pass them: Context fields in config["configurable"]; context= wins over them.
+    assert graph.invoke({"question": QUESTION}, config={"configurable": {"max_rounds": 5}})["rounds"] == 3
+    both = graph.invoke({"question": QUESTION}, config={"configurable": {"max_rounds": 5}}, context={"max_rounds": 2})
+    assert both["rounds"] == 2
+    with pytest.raises(ValueError, match="max_rounds must be an integer"):
+        graph.invoke({"question": QUESTION}, config={"configurable": {"max_rounds": 0}})

@@ -20,7 +20,7 @@ default LLM; each has a field of its own, which wins over the preset.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar, get_args
 
 T = TypeVar("T")
@@ -75,6 +75,9 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "option_answers": False,
         "date_order": False,
         "verify_yes_no": True,
+        "stop_at_final": False,
+        "close_early": False,
+        "compose_supported": False,
     },
     "tuned": {
         "demonstrations": "turns",
@@ -87,6 +90,9 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "option_answers": True,
         "date_order": True,
         "verify_yes_no": None,  # the reader's answers_yes_no
+        "stop_at_final": False,
+        "close_early": False,
+        "compose_supported": False,
     },
 }
 """What each preset gives the fields left at ``None``; ``verify_yes_no=None`` asks the reader."""
@@ -99,6 +105,9 @@ _PRESET_BOOLS = (
     "tracing_checks",
     "option_answers",
     "date_order",
+    "stop_at_final",
+    "close_early",
+    "compose_supported",
 )
 """The switches a preset sets: True, False or None (the preset's)."""
 
@@ -209,6 +218,22 @@ class Context:
         "A question that asks which of two options comes first or last in time ('Who was born first, A or B?') "
         "is answered from the dates IR read for each option on the path, when it has one for both.",
     )
+    stop_at_final: bool | None = _setting(
+        None,
+        "Stop each Chain-of-Query reply where its [Final Content] begins, when the tracing reads the final answer "
+        "from the path's passages ('reader', 'reader_confirmed'): the LLM's own final content is not used then.",
+    )
+    close_early: bool | None = _setting(
+        None,
+        "No new round when IR changed only the chain's last node of a question answered by its last step: the "
+        "path already holds every node, and the run goes on to the tracing.",
+    )
+    compose_supported: bool | None = _setting(
+        None,
+        "No tracing call when the path reaches the chain's end and IR stands behind every step (IR gave the "
+        "answer, or the reader's g is in it): the final content is composed from the path, its answer the last "
+        "step's. Questions with two options or a yes/no answer still ask the LLM.",
+    )
 
     def __post_init__(self) -> None:
         _check_choice("preset", self.preset, PRESETS)
@@ -242,13 +267,18 @@ class Context:
         if self.tracing is not None:
             _check_choice("tracing", self.tracing, get_args(TracingInput))
 
-    def over(self, base: Context) -> Context:
-        """This run's context over the graph's: the fields set here to other than their default win.
+    @property
+    def given(self) -> frozenset[str]:
+        """The fields this context was built with (``Context(max_rounds=5).given == {"max_rounds"}``)."""
+        return frozenset(getattr(self, "_given", ()))
 
-        A context from a request (``{"max_rounds": 3}``) thus changes only what it names.
+    def over(self, base: Context) -> Context:
+        """This run's context over the graph's: every field it was built with wins, whatever its value.
+
+        A context from a request (``{"max_rounds": 3}``) thus changes only what it names; one that
+        names a field at its default value (``{"max_rounds": 5}`` over a graph built with 1) sets it.
         """
-        changed = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
-        return replace(base, **changed)
+        return replace(base, **{name: getattr(self, name) for name in self.given})
 
     def resolved(self, *, threshold: float, reader_yes_no: bool) -> Context:
         """Every empty field filled: from the preset, θ from ``threshold``, ``verify_yes_no`` from the reader.
@@ -262,6 +292,17 @@ class Context:
         if self.confidence_threshold is None:
             filled["confidence_threshold"] = threshold
         return replace(self, **filled)
+
+
+_dataclass_init = Context.__init__
+
+
+def _init_remembering(self: Context, **values: Any) -> None:
+    _dataclass_init(self, **values)
+    object.__setattr__(self, "_given", frozenset(values))
+
+
+Context.__init__ = _init_remembering  # type: ignore[method-assign]
 
 
 def required(value: T | None, name: str) -> T:

@@ -41,7 +41,7 @@ The settings are one :class:`~searchain_graph.method.context.Context` (LangGraph
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,6 +50,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.cache.base import BaseCache
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
@@ -68,6 +69,9 @@ from searchain_graph.method.threads import OnBusy, SearChainGraph
 from searchain_graph.method.verdict import QueryMatcher
 
 logger = logging.getLogger(__name__)
+
+CONTEXT_FIELDS = frozenset(f.name for f in fields(Context))
+"""The names ``config["configurable"]`` may set (LangGraph servers copy them into the run's context)."""
 
 __all__ = [
     "DEFAULT_RETRY_POLICY",
@@ -91,6 +95,15 @@ def route_after_ir_check(state: SearChainState, max_rounds: int) -> Literal["rev
     if state.get("feedback") is not None and state["rounds"] < max_rounds:
         return "feedback"
     return "tracing"
+
+
+def configured_fields() -> dict[str, Any]:
+    """The ``Context`` fields in the running config's ``configurable`` (empty outside a run)."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not inside a runnable
+        return {}
+    return {name: value for name, value in configurable.items() if name in CONTEXT_FIELDS}
 
 
 def resolve_threshold(reader: Reader, confidence_threshold: float | None = None) -> tuple[float, str]:
@@ -242,15 +255,19 @@ def create_searchain_graph(
     logger.info("SearChain θ = %g (%s)", theta, source)
 
     def run_settings(runtime: Runtime[Context] | None) -> Context:
-        """The run's settings: its own context (a ``Context`` or a dict of fields) over the graph's."""
+        """The run's settings: its own context over the graph's.
+
+        The run's context is ``context=`` (a ``Context`` or a dict of its fields) over the
+        ``Context`` fields in ``config["configurable"]`` (as LangGraph servers pass them).
+        """
         ctx = runtime.context if runtime is not None else None
-        if ctx is None:
+        configured = configured_fields()
+        if ctx is None and not configured:
             return defaults
-        if isinstance(ctx, dict):
-            ctx = Context(**ctx)
-        if not isinstance(ctx, Context):
+        if ctx is not None and not isinstance(ctx, (dict, Context)):
             raise TypeError(f"context must be a Context, got {type(ctx).__name__}")
-        return ctx.over(graph_context).resolved(threshold=theta, reader_yes_no=yes_no)
+        given = ctx if isinstance(ctx, dict) else {n: getattr(ctx, n) for n in ctx.given} if ctx else {}
+        return Context(**{**configured, **given}).over(graph_context).resolved(threshold=theta, reader_yes_no=yes_no)
 
     def feedback_or_tracing(
         state: SearChainState, runtime: Runtime[Context]

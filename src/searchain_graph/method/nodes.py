@@ -38,6 +38,8 @@ from langchain_core.runnables import RunnableLambda
 
 from searchain_graph.ir.readers.base import ReaderOutput, usable_confidence
 from searchain_graph.method.adaptations.chain_repair import settle_nodes
+from searchain_graph.method.adaptations.closing import FINAL_MARKER, closes_chain, supported_answer
+from searchain_graph.method.adaptations.tracing_checks import compose_from_path
 from searchain_graph.method.adaptations.tracing_passages import (
     READER_TASKS,
     passages_tracing_turns,
@@ -129,7 +131,8 @@ class SearChainSteps:
         begun = verified_pairs(state.get("references") or []) if rnd > 1 and settings.continuation == "path" else ""
         if begun:
             sent.append(AIMessage(content=begun))
-        raw = yield Generate.prompt(sent)
+        stops = [FINAL_MARKER] if settings.stop_at_final and reads_final_answer(settings) else None
+        raw = yield Generate.prompt(sent, stop=stops)
         text = continued(begun, raw)
         parsed = parse_chain(text)
         warnings = [f"round {rnd}: {w}" for w in parsed.warnings]
@@ -282,6 +285,10 @@ class SearChainSteps:
             path.append(path_entry(first_index + len(path), node, result, action, rnd))
             if action in ("completion", "correction"):
                 feedback = feedback_for(action, node, result)
+                if settings.close_early and closes_chain(chain, node["index"], state["question"]):
+                    warnings.append(f"round {rnd}: IR's {action} of the chain's last node closes the path")
+                    feedback = None
+                    break
         if feedback is not None and rnd >= settings.max_rounds:
             warnings.append(
                 f"round {rnd}: stopped at max_rounds={settings.max_rounds} with a pending {feedback['kind']}"
@@ -318,7 +325,11 @@ class SearChainSteps:
         if path:
             asked = task_question(state["question"], settings.task)
             layout = required(settings.demonstrations, "demonstrations")
-            if settings.tracing in ("reader", "reader_confirmed") and settings.task in READER_TASKS:
+            if reads_final_answer(settings):
+                tree = state.get("tree") or []
+                known = supported_answer(path, tree[-1] if tree else None, state["question"])
+                if settings.compose_supported and known:
+                    return final_content(state, settings, "[Final Content]: " + compose_from_path(path, known))
                 read = yield Generate.prompt(
                     reader_prompt(asked, path, with_confirmed=settings.tracing == "reader_confirmed")
                 )
@@ -333,6 +344,11 @@ class SearChainSteps:
                 turns = tracing_turns(asked, verified_pairs(path), layout)
             reply = yield Generate.prompt(to_messages(turn_dicts(turns)))
         return final_content(state, settings, reply)
+
+
+def reads_final_answer(settings: Context) -> bool:
+    """Whether the tracing reads the final answer from the path's passages (``"reader"``, ``"reader_confirmed"``)."""
+    return settings.tracing in ("reader", "reader_confirmed") and settings.task in READER_TASKS
 
 
 def verified_pairs(path: Sequence[Reference]) -> str:

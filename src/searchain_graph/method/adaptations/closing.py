@@ -1,0 +1,84 @@
+"""Ending a run without the LLM calls whose result is known already.
+
+The ``Context`` fields ``stop_at_final``, ``close_early`` and ``compose_supported``.
+
+Each SearChain question costs its LLM calls, and on a laptop each call costs seconds: the prompt's
+new tokens are computed at about 35 a second on two cores, and each generated token at about 10.
+Three calls, or parts of calls, say nothing that the run does not know already:
+
+* **The chain's own final content** (``stop_at_final``). With ``tracing="reader"`` or
+  ``"reader_confirmed"`` the final answer is read from the path's passages, not from the
+  ``[Final Content]`` the LLM writes at the end of every Chain-of-Query (40-60 tokens each round).
+  The reply is stopped at :data:`FINAL_MARKER`; a chain without final content is a whole chain.
+* **The round after IR changed the chain's last node** (``close_early``). The LLM answers the
+  feedback by writing its chain again, with IR's answer in that node and nothing after it to
+  change. The path already holds every node, so the round is not asked for: the run goes on to the
+  tracing (:func:`closes_chain`).
+* **The tracing call when IR stands behind every step** (``compose_supported``). When the path
+  reaches the chain's end and every step's answer is IR's own or holds the reader's *g*
+  (:func:`~searchain_graph.method.adaptations.tracing_passages.confirmed`), the final content is
+  composed from the path and its answer is the last step's (:func:`supported_answer`). A question
+  whose answer is not its last step's (two options to choose from, or yes or no) still asks the LLM.
+
+The paper's preset turns all three off: the paper's LLM writes the final content, answers every
+feedback, and traces every path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from searchain_graph.method.adaptations.date_order import date_order_of
+from searchain_graph.method.adaptations.options import question_options
+from searchain_graph.method.adaptations.tracing_passages import confirmed
+from searchain_graph.method.parsing import answer_contains, trim_answer
+from searchain_graph.method.state import Branch, ChainNode, Reference
+
+__all__ = ["FINAL_MARKER", "asks_for_last_answer", "closes_chain", "supported_answer"]
+
+FINAL_MARKER = "[Final Content]"
+"""Where ``stop_at_final`` stops a Chain-of-Query reply."""
+
+_YES_NO = re.compile(
+    r"^\s*(?:are|is|was|were|do|does|did|has|have|had|can|could|will|would|should|shall|may|might)\b", re.I
+)
+
+
+def asks_for_last_answer(question: str) -> bool:
+    """Whether the question's answer is what its chain's last step finds.
+
+    Not so for a question that offers two options ("..., A or B?"), asks an order in time, or asks
+    yes or no ("Are both ...?"): its answer compares the steps.
+    """
+    return question_options(question) is None and date_order_of(question) is None and not _YES_NO.match(question)
+
+
+def closes_chain(chain: Sequence[ChainNode], node: int, question: str) -> bool:
+    """Whether IR's change to ``node`` leaves nothing for a new round to do (``close_early``).
+
+    So it is when ``node`` is the chain's last node (no later node used the answer IR replaced)
+    and the question's answer is the last step's (:func:`asks_for_last_answer`).
+    """
+    return bool(chain) and node == chain[-1]["index"] and asks_for_last_answer(question)
+
+
+def supported_answer(path: Sequence[Reference], branch: Branch | None, question: str) -> str | None:
+    """The final answer when IR stands behind every step of the path (``compose_supported``), else None.
+
+    The path must reach the newest chain's end: each of its nodes checked (none left unreached
+    after a change, none kept unsolved). The answer is the last step's: the reader's *g* where it
+    confirmed the LLM's longer answer, else the answer kept.
+    """
+    if not path or branch is None or not asks_for_last_answer(question):
+        return None
+    checks = branch.get("checks") or []
+    if not checks or any(c.get("action") in ("not_reached", "unsolved_kept", "no_passage") for c in checks):
+        return None
+    last = path[-1]
+    ends = checks[-1].get("duplicate_of") or checks[-1]  # the chain's last node, or the node it repeats
+    if ends.get("query") != last["query"] or not all(confirmed(ref) for ref in path):
+        return None
+    g = (last.get("reader_answer") or "").strip()
+    shown = g if g and last.get("source") == "llm" and answer_contains(last["answer"], g) else last["answer"]
+    return trim_answer(shown) or None
