@@ -17,44 +17,73 @@ from searchain_graph.method.adaptations.closing import (
     supported_answer,
 )
 from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, is_tracing, retriever, tree_llm
+from tests.unit_tests.test_graph import CONFIDENT, correcting_llm
 
 SAVING = {"stop_at_final": True, "close_early": True, "compose_supported": True}
 
 
 class StopsRecorded(RuleChatModel):
-    """:func:`tree_llm`'s replies, with the stop sequences of each call recorded."""
+    """A rule-based LLM that records each call's stop sequences and, as a real model does, stops there."""
 
     stops: list[list[str] | None] = []
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, **kwargs: Any) -> ChatResult:
         self.stops.append(stop)
-        return super()._generate(messages, stop, **kwargs)
+        result = super()._generate(messages, stop, **kwargs)
+        message = result.generations[0].message
+        for s in stop or []:
+            message.content = str(message.content).split(s, 1)[0]
+        return result
+
+
+def recording(llm: RuleChatModel) -> StopsRecorded:
+    return StopsRecorded(respond=llm.respond, stops=[])
 
 
 def recording_llm() -> StopsRecorded:
-    return StopsRecorded(respond=tree_llm().respond, stops=[])
+    return recording(tree_llm())
 
 
 def tracing_calls(llm: RuleChatModel) -> list[Sequence[BaseMessage]]:
     return [m for m in llm.calls if is_tracing(m)]
 
 
-def test_the_three_switches_save_a_round_and_the_tracing_call() -> None:
+def run(llm: RuleChatModel, reads: dict[str, ReaderOutput] = TREE_READS, **fields: Any) -> dict[str, Any]:
+    return create_searchain_graph(llm, retriever(), ScriptedReader(reads), **fields).invoke({"question": QUESTION})
+
+
+def test_close_early_saves_the_round_after_ir_changed_the_last_node() -> None:
     before_llm, now_llm = recording_llm(), recording_llm()
-    before = create_searchain_graph(before_llm, retriever(), ScriptedReader(TREE_READS)).invoke({"question": QUESTION})
-    now = create_searchain_graph(now_llm, retriever(), ScriptedReader(TREE_READS), **SAVING).invoke(
-        {"question": QUESTION}
-    )
-    # Without them: three rounds (round 3 writes the chain again, all duplicates) and the tracing reader.
-    assert before["rounds"] == 3 and before["usage"]["llm_calls"] == 4 and len(tracing_calls(before_llm)) == 1
-    # With them: IR's completion of round 2's last node closes the path, and IR stands behind every step.
-    assert now["rounds"] == 2 and now["usage"]["llm_calls"] == 2 and tracing_calls(now_llm) == []
+    before, now = run(before_llm), run(now_llm, close_early=True)
+    # Without it: round 3 writes the chain again (all duplicates); with it, IR's completion of round
+    # 2's last node closes the path. Both trace it (round 2's chain concluded nothing).
+    assert before["rounds"] == 3 and before["usage"]["llm_calls"] == 4
+    assert now["rounds"] == 2 and now["usage"]["llm_calls"] == 3 and len(tracing_calls(now_llm)) == 1
     assert now["answer"] == before["answer"] == "Toronto Coach Terminal"
     assert [r["query"] for r in now["references"]] == [r["query"] for r in before["references"]]
+    assert any("closes the path" in w for w in now["warnings"])
+
+
+def test_compose_supported_saves_the_tracing_call_when_ir_stands_behind_every_step() -> None:
+    before_llm, now_llm = recording(correcting_llm()), recording(correcting_llm())
+    before, now = run(before_llm, CONFIDENT), run(now_llm, CONFIDENT, compose_supported=True)
+    # Round 2's chain passes IR whole, ends on the path's last answer and concludes with it.
+    assert before["usage"]["llm_calls"] == 3 and len(tracing_calls(before_llm)) == 1
+    assert now["usage"]["llm_calls"] == 2 and tracing_calls(now_llm) == []
+    assert now["answer"] == before["answer"] == "Toronto Coach Terminal"
     assert "[1]" in now["final_content"] and "[3]" in now["final_content"]
     assert now["final_content"].endswith("So the final answer is Toronto Coach Terminal.")
-    assert any("closes the path" in w for w in now["warnings"])
-    assert now_llm.stops == [[FINAL_MARKER], [FINAL_MARKER]] and before_llm.stops == [None, None, None, None]
+
+
+def test_stop_at_final_stops_each_chain_where_its_final_content_begins() -> None:
+    llm = recording(correcting_llm())
+    out = run(llm, CONFIDENT, stop_at_final=True, compose_supported=True)
+    assert llm.stops[:2] == [[FINAL_MARKER], [FINAL_MARKER]] and llm.stops[2] is None  # the tracing is not cut
+    assert all(b["final_content"] is None for b in out["tree"]) and out["answer"] == "Toronto Coach Terminal"
+    assert len(tracing_calls(llm)) == 1  # a chain that concludes nothing is traced
+    plain = recording_llm()
+    run(plain)
+    assert plain.stops and all(s is None for s in plain.stops)  # off: no call is cut
 
 
 def test_the_paper_preset_and_the_paper_tracing_keep_every_call() -> None:
@@ -69,9 +98,9 @@ def test_the_paper_preset_and_the_paper_tracing_keep_every_call() -> None:
 
 
 def test_a_step_ir_does_not_stand_behind_keeps_the_tracing_call() -> None:
-    unsure = {**TREE_READS, "performer": ReaderOutput("Broken Social Scene", 0.5)}  # g is not the LLM's answer
-    llm = recording_llm()
-    out = create_searchain_graph(llm, retriever(), ScriptedReader(unsure), **SAVING).invoke({"question": QUESTION})
+    unsure = {**CONFIDENT, "performer": ReaderOutput("Broken Social Scene", 0.5)}  # g is not the LLM's answer
+    llm = recording(correcting_llm())
+    out = run(llm, unsure, compose_supported=True)
     assert out["rounds"] == 2 and len(tracing_calls(llm)) == 1
 
 
@@ -104,19 +133,27 @@ def _ref(index: int, query: str, answer: str, g: str, source: str = "llm") -> An
 
 def test_the_supported_answer_is_the_last_steps_and_the_readers_span_where_shorter() -> None:
     path = [_ref(1, "q1", "Kevin Drew.", "Kevin Drew"), _ref(2, "q2", "Toronto, Ontario, Canada.", "Toronto")]
+    concludes = "He was born in Toronto [2]. So the final answer is Toronto."
     branch: Any = {"checks": [{"query": "q1", "action": "pass"}, {"query": "q2", "action": "pass"}]}
+    branch["final_content"] = concludes
     assert supported_answer(path, branch, "Where was he born?") == "Toronto"
     corrected = [path[0], _ref(2, "q2", "Toronto", "Toronto", "corrected")]
     assert supported_answer(corrected, branch, "Where was he born?") == "Toronto"
     # Not when a node was left unreached, the chain ends elsewhere, a step is unconfirmed, or the
     # question compares.
     cut: Any = {"checks": [{"query": "q1", "action": "correction"}, {"query": "q2", "action": "not_reached"}]}
+    cut["final_content"] = concludes
     assert supported_answer(path, cut, "Where was he born?") is None
     elsewhere: Any = {"checks": [{"query": "q1", "action": "pass"}, {"query": "q3", "action": "pass"}]}
+    elsewhere["final_content"] = concludes
     assert supported_answer(path, elsewhere, "Where was he born?") is None
     repeated: Any = {"checks": [{"query": "q2b", "action": "duplicate", "duplicate_of": {"query": "q2"}}]}
+    repeated["final_content"] = concludes
     assert supported_answer(path, repeated, "Where was he born?") == "Toronto"
     unconfirmed = [path[0], _ref(2, "q2", "Montreal", "Toronto")]
     assert supported_answer(unconfirmed, branch, "Where was he born?") is None
     assert supported_answer(path, branch, "Who was born first, Kevin Drew or Feist?") is None
     assert supported_answer([], branch, "Where was he born?") is None
+    # A chain that concluded otherwise (or nothing) is traced.
+    for other in ("So the final answer is Montreal.", None):
+        assert supported_answer(path, {**branch, "final_content": other}, "Where was he born?") is None

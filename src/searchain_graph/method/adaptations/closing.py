@@ -15,10 +15,12 @@ Three calls, or parts of calls, say nothing that the run does not know already:
   change. The path already holds every node, so the round is not asked for: the run goes on to the
   tracing (:func:`closes_chain`).
 * **The tracing call when IR stands behind every step** (``compose_supported``). When the path
-  reaches the chain's end and every step's answer is IR's own or holds the reader's *g*
-  (:func:`~searchain_graph.method.adaptations.tracing_passages.confirmed`), the final content is
-  composed from the path and its answer is the last step's (:func:`supported_answer`). A question
-  whose answer is not its last step's (two options to choose from, or yes or no) still asks the LLM.
+  reaches the chain's end, every step's answer is IR's own or holds the reader's *g*
+  (:func:`~searchain_graph.method.adaptations.tracing_passages.confirmed`) and the chain concluded
+  with its last step's answer, the final content is composed from the path with that answer
+  (:func:`supported_answer`). A chain that concluded otherwise (a comparison of dates, a last node
+  that checks a detail), or a question with two options or a yes/no answer, is still traced. With
+  ``stop_at_final`` a chain concludes nothing, so the two do not combine.
 
 The paper's preset turns all three off: the paper's LLM writes the final content, answers every
 feedback, and traces every path.
@@ -32,7 +34,7 @@ from collections.abc import Sequence
 from searchain_graph.method.adaptations.date_order import date_order_of
 from searchain_graph.method.adaptations.options import question_options
 from searchain_graph.method.adaptations.tracing_passages import confirmed
-from searchain_graph.method.parsing import answer_contains, trim_answer
+from searchain_graph.method.parsing import answer_contains, extract_final_answer, trim_answer
 from searchain_graph.method.state import Branch, ChainNode, Reference
 
 __all__ = ["FINAL_MARKER", "asks_for_last_answer", "closes_chain", "supported_answer"]
@@ -67,10 +69,17 @@ def supported_answer(path: Sequence[Reference], branch: Branch | None, question:
     """The final answer when IR stands behind every step of the path (``compose_supported``), else None.
 
     The path must reach the newest chain's end: each of its nodes checked (none left unreached
-    after a change, none kept unsolved). The answer is the last step's: the reader's *g* where it
+    after a change, none kept unsolved). The chain's own final answer must be its last step's: a
+    chain whose last node is not what the question asks (a comparison's dates, a check of a detail)
+    concludes otherwise, and is traced. The answer is the last step's: the reader's *g* where it
     confirmed the LLM's longer answer, else the answer kept.
     """
     if not path or branch is None or not asks_for_last_answer(question):
+        return None
+    concluded = extract_final_answer(branch.get("final_content"))
+    if not concluded or not (
+        answer_contains(concluded, path[-1]["answer"]) or answer_contains(path[-1]["answer"], concluded)
+    ):
         return None
     checks = branch.get("checks") or []
     if not checks or any(c.get("action") in ("not_reached", "unsolved_kept", "no_passage") for c in checks):

@@ -1,0 +1,75 @@
+"""Two configurations' records on the same questions, side by side: accuracy paired, and cost.
+
+Each argument is ``LABEL=FILE[:METHOD]`` (METHOD defaults to ``searchain``). The first is A, each
+later one B: for every B, on the questions both answered without error, it prints cover-EM, EM
+and F1 of each, A minus B with a paired 95% bootstrap interval and McNemar's exact p (cover-EM
+and EM), and the mean LLM calls (and those answered from the LLM cache), tokens in and out, and
+seconds a question.
+
+    python benchmarks/compare_records.py new=docs/results/qwen/choose/hotpotqa-saving.jsonl \\
+        before=docs/results/qwen/choose/hotpotqa-base.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from typing import Any
+
+from searchain_graph.evaluation.harness import read_records
+from searchain_graph.evaluation.report import latest_records
+from searchain_graph.evaluation.significance import paired_difference
+
+
+def records_of(spec: str) -> tuple[str, dict[str, dict[str, Any]]]:
+    """``LABEL=FILE[:METHOD]`` -> (label, records by question id, errors left out)."""
+    label, _, rest = spec.partition("=")
+    path, _, method = rest.partition(":")
+    chosen = [r for r in latest_records(read_records(path)) if r["method"] == (method or "searchain")]
+    return label, {r["qid"]: r for r in chosen if not r.get("error")}
+
+
+def cost(records: list[dict[str, Any]]) -> str:
+    def mean(key: str) -> float:
+        return statistics.mean(float((r.get("usage") or {}).get(key) or 0) for r in records)
+
+    seconds = statistics.mean(float(r.get("seconds") or 0) for r in records)
+    return (
+        f"calls {mean('llm_calls'):.2f} (cached {mean('llm_cache_hits'):.2f}), tokens in {mean('input_tokens'):.0f} "
+        f"out {mean('output_tokens'):.1f}, {seconds:.1f} s"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", help="LABEL=FILE[:METHOD]; the first is compared with each other")
+    args = parser.parse_args()
+    (a_label, a), *others = [records_of(spec) for spec in args.runs]
+    for b_label, b in others:
+        shared = sorted(set(a) & set(b))
+        if not shared:
+            print(f"{a_label} and {b_label} share no question")
+            continue
+        print(f"{a_label} vs {b_label}: {len(shared)} questions")
+        for label, recs in ((a_label, a), (b_label, b)):
+            rows = [recs[q] for q in shared]
+            scores = {m: 100 * statistics.mean(r["metrics"][m] for r in rows) for m in ("cover_em", "em", "f1")}
+            print(
+                f"  {label:<16} cover-EM {scores['cover_em']:5.1f}  EM {scores['em']:5.1f}  F1 {scores['f1']:5.1f}  "
+                + cost(rows)
+            )
+        for metric in ("cover_em", "em"):
+            d = paired_difference(
+                [a[q]["metrics"][metric] >= 1 for q in shared], [b[q]["metrics"][metric] >= 1 for q in shared]
+            )
+            print(
+                f"  {metric}: {a_label} - {b_label} {d.difference:+.1f} [{d.low:+.1f}, {d.high:+.1f}], "
+                f"{d.a_only} / {d.b_only}, McNemar p = {d.p_value:.3f}"
+            )
+        f1 = statistics.mean(a[q]["metrics"]["f1"] - b[q]["metrics"]["f1"] for q in shared)
+        same = sum(a[q]["prediction"] == b[q]["prediction"] for q in shared)
+        print(f"  f1: {a_label} - {b_label} {100 * f1:+.1f}; the same prediction on {same} of {len(shared)}")
+
+
+if __name__ == "__main__":
+    main()
