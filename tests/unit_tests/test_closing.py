@@ -154,6 +154,10 @@ def test_the_supported_answer_is_the_last_steps_and_the_readers_span_where_short
     assert supported_answer(unconfirmed, branch, "Where was he born?") is None
     assert supported_answer(path, branch, "Who was born first, Kevin Drew or Feist?") is None
     assert supported_answer([], branch, "Where was he born?") is None
+    # The chain concluded with its last node as the LLM wrote it; IR changed that node: IR's answer.
+    wrote = {**branch, "nodes": [{"index": 2, "query": "q2", "answer": "Montreal"}]}
+    wrote["final_content"] = "So the final answer is Montreal."
+    assert supported_answer(corrected, wrote, "Where was he born?") == "Toronto"
     # A chain that concluded otherwise (or nothing) is traced.
     for other in ("So the final answer is Montreal.", None):
         assert supported_answer(path, {**branch, "final_content": other}, "Where was he born?") is None

@@ -17,7 +17,8 @@ Three calls, or parts of calls, say nothing that the run does not know already:
 * **The tracing call when IR stands behind every step** (``compose_supported``). When the path
   reaches the chain's end, every step's answer is IR's own or holds the reader's *g*
   (:func:`~searchain_graph.method.adaptations.tracing_passages.confirmed`) and the chain concluded
-  with its last step's answer, the final content is composed from the path with that answer
+  with its last node's answer, the final content is composed from the path with the path's last
+  answer (IR's, where IR changed the last node)
   (:func:`supported_answer`). A chain that concluded otherwise (a comparison of dates, a last node
   that checks a detail), or a question with two options or a yes/no answer, is still traced. With
   ``stop_at_final`` a chain concludes nothing, so the two do not combine.
@@ -69,16 +70,19 @@ def supported_answer(path: Sequence[Reference], branch: Branch | None, question:
     """The final answer when IR stands behind every step of the path (``compose_supported``), else None.
 
     The path must reach the newest chain's end: each of its nodes checked (none left unreached
-    after a change, none kept unsolved). The chain's own final answer must be its last step's: a
-    chain whose last node is not what the question asks (a comparison's dates, a check of a detail)
-    concludes otherwise, and is traced. The answer is the last step's: the reader's *g* where it
-    confirmed the LLM's longer answer, else the answer kept.
+    after a change, none kept unsolved). The chain must conclude with its last node's answer (as
+    the LLM wrote it, or as the path keeps it): a chain whose last node is not what the question
+    asks (a comparison's dates, a check of a detail) concludes otherwise, and is traced. The answer
+    is the path's last step's, IR's where IR changed it: the reader's *g* where it confirmed the
+    LLM's longer answer, else the answer kept.
     """
     if not path or branch is None or not asks_for_last_answer(question):
         return None
     concluded = extract_final_answer(branch.get("final_content"))
-    if not concluded or not (
-        answer_contains(concluded, path[-1]["answer"]) or answer_contains(path[-1]["answer"], concluded)
+    nodes = branch.get("nodes") or []
+    written = [path[-1]["answer"], *([nodes[-1].get("answer") or ""] if nodes else [])]
+    if not concluded or not any(
+        w and (answer_contains(concluded, w) or answer_contains(w, concluded)) for w in written
     ):
         return None
     checks = branch.get("checks") or []
