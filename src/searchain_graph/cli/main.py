@@ -181,8 +181,9 @@ def _add_stack(parser: argparse.ArgumentParser) -> None:
         "--cache",
         default=None,
         metavar="FILE",
-        help="keep retrievals and readings in this SQLite file (LangGraph's SqliteCache): a query or passage "
-        "seen before, by this or an earlier run, is answered from it",
+        help="keep LLM calls, retrievals and readings in this SQLite file (LangChain's LLM cache and "
+        "LangGraph's SqliteCache): a call, query or passage seen before, by this or an earlier run, is answered "
+        "from it (off by default)",
     )
     add_context_options(parser)
 
@@ -356,8 +357,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "--cache",
         default=None,
         metavar="FILE",
-        help="cache SearChain's retrievals and readings in this SQLite file (LangGraph's SqliteCache), shared "
-        "by every method, question and later run that uses it; the records' usage counts the hits",
+        help="keep every method's LLM calls and SearChain's retrievals and readings in this SQLite file, shared "
+        "by every method, question, later run and process that uses it, so a rerun after a change pays only for "
+        "the calls the change alters; the records' usage counts the hits",
     )
     ev.add_argument(
         "--without-text",

@@ -55,6 +55,14 @@ METADATA_WARNING = "passage metadata was not strict JSON"
 """The run's one warning when a retriever's metadata had to be converted (the fields follow it)."""
 
 
+def _advance(gen: Generator[Any, Any, Any], value: Any) -> tuple[bool, Any]:
+    """Resume a step body: ``(False, its next request)``, or ``(True, what it returned)``."""
+    try:
+        return False, gen.send(value)
+    except StopIteration as stop:  # only the body's own end: a call's StopIteration never gets here
+        return True, stop.value
+
+
 @dataclass
 class _Running:
     """One step under way: its round, the state it sees, its settings and the cost so far."""
@@ -204,11 +212,12 @@ class StepDriver:
                 if not isinstance(gen, Generator):
                     return self._finish(running, gen, opens_round)
                 while True:
-                    try:
-                        request = gen.send(result)
-                    except StopIteration as stop:
-                        return self._finish(running, stop.value, opens_round)
-                    result = await self._aperform(request, running)
+                    # The body's own work between its requests (parsing, IR's verdicts, the duplicate
+                    # check by meaning, which loads and runs an encoder) runs off the event loop.
+                    done, value = await run_in_executor(None, _advance, gen, result)
+                    if done:
+                        return self._finish(running, value, opens_round)
+                    result = await self._aperform(value, running)
             except Exception as exc:
                 self._note(exc, name, running, state, opens_round)
                 raise
