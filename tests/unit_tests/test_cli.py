@@ -68,6 +68,29 @@ def test_errors_are_reported_not_raised(args: list[str], message: str, capsys: p
     assert message in capsys.readouterr().err
 
 
+def test_usage_errors_are_one_line_before_anything_loads(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import searchain_graph.llms.loading as loading
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    assert main(["ask", QUESTION, "--corpus", DEMO, "--model", "openai:gpt-4o-mini"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("searchain: error:") == 1 and "set OPENAI_API_KEY" in err and "Traceback" not in err
+    loaded: list[Any] = []
+    monkeypatch.setattr(loading, "_build", lambda *a, **k: loaded.append(a))
+    assert main(["ask", QUESTION, "--corpus", DEMO, "--reader", "bundeld"]) == 2
+    assert "unknown --reader 'bundeld'" in capsys.readouterr().err and loaded == []  # the LLM never loaded
+
+
+def test_a_run_that_fails_exits_1_naming_the_step(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["ask", QUESTION, "--corpus", DEMO, "--reader", "llm", "--model", "import:tests.fakes:broken_llm"])
+    err = capsys.readouterr().err
+    assert code == 1 and "failed in round 1" in err and "Traceback" not in err
+
+
 def test_broken_corpus_line_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"id": 1, "text": "fine"}\n{"id": 2, "text": \n', encoding="utf-8")

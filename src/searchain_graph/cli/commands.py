@@ -297,8 +297,24 @@ def build_graph(
     return graph, about
 
 
+class RunFailedError(RuntimeError):
+    """A question's run failed after everything loaded: the command exits 1 (2 is for usage errors)."""
+
+
+def run_failure(exc: BaseException) -> str:
+    """One line for a failed run: the LLM server's failure in words, else the error and the step's note."""
+    from searchain_graph.llms.servers import describe_llm_failure
+
+    described = describe_llm_failure(exc)
+    if described is not None:
+        return described
+    notes = [n for n in getattr(exc, "__notes__", []) if "failed in round" in n]
+    return notes[-1] if notes else f"the run failed: {type(exc).__name__}: {exc}"
+
+
 def run_ask(args: argparse.Namespace) -> int:
     """``searchain ask``: answer one question with the SearChain graph, streaming its progress."""
+    from searchain_graph.method.question import InvalidQuestionError
     from searchain_graph.method.state import OUTPUT_KEYS
     from searchain_graph.viz.progress import progress_line
 
@@ -314,15 +330,20 @@ def run_ask(args: argparse.Namespace) -> int:
     graph, _ = build_graph(args, say)
     t0 = time.perf_counter()
     out: dict[str, Any] | None = None
-    for mode, chunk in graph.stream({"question": args.question}, stream_mode=["updates", "values"]):
-        if not isinstance(chunk, dict):
-            continue
-        if mode == "updates":
-            line = progress_line(chunk, out)
-            if line:
-                say(line)
-        else:
-            out = chunk
+    try:
+        for mode, chunk in graph.stream({"question": args.question}, stream_mode=["updates", "values"]):
+            if not isinstance(chunk, dict):
+                continue
+            if mode == "updates":
+                line = progress_line(chunk, out)
+                if line:
+                    say(line)
+            else:
+                out = chunk
+    except (InvalidQuestionError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # the run failed: not a usage error (exit 1, not 2)
+        raise RunFailedError(run_failure(exc)) from exc
     seconds = time.perf_counter() - t0
     assert out is not None
     result = {k: out[k] for k in OUTPUT_KEYS}

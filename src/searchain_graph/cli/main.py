@@ -30,7 +30,7 @@ from searchain_graph.cli.arguments import (
     rerank_depth,
 )
 from searchain_graph.cli.calibrate import add_calibrate_parser, run_calibrate
-from searchain_graph.cli.commands import run_ask, run_eval, run_index, run_report
+from searchain_graph.cli.commands import RunFailedError, run_ask, run_eval, run_index, run_report
 from searchain_graph.cli.serve import run_model_dir, run_serve, run_serve_index
 from searchain_graph.cli.settings import add_context_options
 from searchain_graph.ir.readers import DEFAULT_READER
@@ -424,6 +424,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown command {args.command}")
     try:
         return command(args)
+    except RunFailedError as exc:
+        print(f"searchain: error: {exc}", file=sys.stderr)
+        return 1
     except (FileNotFoundError, FileExistsError, ValueError, ImportError) as exc:
         print(f"searchain: error: {exc}", file=sys.stderr)
         return 2

@@ -101,10 +101,11 @@ def load_stack(
     from searchain_graph._text import redacted_url
     from searchain_graph.ir.bm25.retriever import BM25Retriever
     from searchain_graph.ir.index import load_index
-    from searchain_graph.ir.readers.load import load_reader
+    from searchain_graph.ir.readers.load import check_reader_spec, load_reader
     from searchain_graph.llms.chat_model import TransformersChatModel
     from searchain_graph.llms.loading import load_chat_model
 
+    check_reader_spec(args.reader)  # a typo is one line now, not after the LLM has loaded
     started = time.perf_counter()
     retriever: BaseRetriever
     if args.index:

@@ -87,6 +87,11 @@ def openai_chat_model(
     if timeout <= 0 or retries < 0:
         raise ValueError(f"the LLM timeout must be positive and retries non-negative, got {timeout}, {retries}")
     url = configured_base_url(base_url)
+    if not url and not os.environ.get("OPENAI_API_KEY"):
+        raise ValueError(
+            f"openai:{model} needs an API key: set OPENAI_API_KEY, or OPENAI_BASE_URL for an OpenAI-compatible "
+            "server (vLLM, llama.cpp, transformers serve), or choose a local --model"
+        )
     options: dict[str, Any] = {"model": model, "temperature": 0, "timeout": timeout, "max_retries": int(retries)}
     if url:
         options["base_url"] = url

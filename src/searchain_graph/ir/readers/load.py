@@ -7,6 +7,16 @@ from langchain_core.language_models import BaseChatModel
 from searchain_graph.ir.readers.base import Reader
 from searchain_graph.ir.readers.llm import LLMReader
 
+READER_KINDS = ("bundled", "llm", "dpr", "extractive")
+
+
+def check_reader_spec(spec: str) -> str:
+    """``spec`` if it names a reader kind (before anything loads), else a ValueError naming the kinds."""
+    kind = spec.partition(":")[0]
+    if kind not in READER_KINDS:
+        raise ValueError(f"unknown --reader {spec!r}: use bundled[:DIR], llm, dpr[:MODEL] or extractive[:MODEL]")
+    return spec
+
 
 def load_reader(spec: str, llm: BaseChatModel) -> Reader:
     """A reader from a command-line spec, loaded now so that a bad path fails early.
@@ -23,7 +33,7 @@ def load_reader(spec: str, llm: BaseChatModel) -> Reader:
         ValueError: an unknown kind.
         ModelNotFoundError: the model cannot be found or fetched.
     """
-    kind, _, model = spec.partition(":")
+    kind, _, model = check_reader_spec(spec).partition(":")
     if kind == "llm":
         return LLMReader(llm)
     if kind == "bundled":
@@ -37,4 +47,4 @@ def load_reader(spec: str, llm: BaseChatModel) -> Reader:
         cls = DPRReader if kind == "dpr" else ExtractiveQAReader
         reader = cls(model) if model else cls()
         return reader.load()
-    raise ValueError(f"unknown --reader {spec!r}: use bundled[:DIR], llm, dpr[:MODEL] or extractive[:MODEL]")
+    raise AssertionError(f"unhandled reader kind {kind!r}")  # check_reader_spec knows every kind
