@@ -534,3 +534,38 @@ def test_2wiki_evidence_triples_become_the_gold_decomposition(tmp_path: Path) ->
         ]
         is None
     )
+
+
+def test_hotpotqa_in_the_datasets_layout(tmp_path: Path) -> None:
+    """``datasets.load_dataset("hotpot_qa", "distractor")`` rows: context and supporting facts as columns."""
+    rows = []
+    for record in HOTPOT_RAW:
+        context = record["context"]
+        facts = record["supporting_facts"]
+        rows.append(
+            {
+                **record,
+                "id": record["_id"],
+                "context": {"title": [c[0] for c in context], "sentences": [c[1] for c in context]},
+                "supporting_facts": {"title": [f[0] for f in facts], "sent_id": [f[1] for f in facts]},
+            }
+        )
+        del rows[-1]["_id"]
+    as_rows, as_columns = tmp_path / "rows.json", tmp_path / "columns.jsonl"
+    as_rows.write_text(json.dumps(HOTPOT_RAW), encoding="utf-8")
+    as_columns.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert detect_dataset(as_columns) == "hotpotqa"
+    expected, got = load_dataset("hotpotqa", as_rows), load_dataset("hotpotqa", as_columns)
+    for a, b in zip(expected, got, strict=True):
+        assert (a["qid"], a["question"], a["answers"], a["paragraphs"]) == (
+            b["qid"],
+            b["question"],
+            b["answers"],
+            b["paragraphs"],
+        )
+        assert b["meta"]["supporting_facts"] == a["meta"]["supporting_facts"]
+    assert [d.metadata for d in corpus_paragraphs(got)] == [d.metadata for d in iter_corpus(as_columns)]
+    broken = {**rows[0], "context": {"title": ["a", "b"], "sentences": [["x"]]}}
+    (tmp_path / "broken.jsonl").write_text(json.dumps(broken) + "\n", encoding="utf-8")
+    with pytest.raises(DatasetFormatError, match="must hold lists 'title' and 'sentences' of one length"):
+        load_dataset("hotpotqa", tmp_path / "broken.jsonl")

@@ -293,6 +293,32 @@ def paragraph_objects(items: list[Any], key: str, where: str) -> list[Paragraph]
     return out
 
 
+def columns_as_rows(record: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    """A HotpotQA/2Wiki record in Hugging Face ``datasets``' layout, in the dataset's own.
+
+    ``datasets.load_dataset("hotpot_qa", "distractor")`` gives ``context`` as ``{"title": [...],
+    "sentences": [[...], ...]}`` and ``supporting_facts`` as ``{"title": [...], "sent_id": [...]}``:
+    columns, where the dataset's files hold ``[title, sentences]`` and ``[title, sentence index]``
+    rows. Records already in rows are returned as they are.
+
+    Raises:
+        DatasetFormatError: the columns are of different lengths.
+    """
+    out = dict(record)
+    for key, columns in (("context", ("title", "sentences")), ("supporting_facts", ("title", "sent_id"))):
+        value = record.get(key)
+        if not isinstance(value, Mapping) or not set(columns) <= set(value):
+            continue
+        first, second = value[columns[0]], value[columns[1]]
+        if not isinstance(first, list) or not isinstance(second, list) or len(first) != len(second):
+            raise DatasetFormatError(
+                f"{where}: field {key!r} in the datasets layout must hold lists {columns[0]!r} and {columns[1]!r} "
+                "of one length"
+            )
+        out[key] = [[a, b] for a, b in zip(first, second, strict=True)]
+    return out
+
+
 def _supporting_titles(record: Mapping[str, Any], where: str) -> set[str]:
     facts = record.get("supporting_facts") or []
     if not isinstance(facts, list):
@@ -378,6 +404,7 @@ def _ircot(dataset: str, record: Mapping[str, Any], where: str) -> Example:
 def _hotpotqa(record: Mapping[str, Any], where: str, number: int) -> Example:
     if "question_text" in record:
         return _ircot("hotpotqa", record, where)
+    record = columns_as_rows(record, where)
     qid = identifier_field(record, ("_id", "id"), where)
     question = text_field(record, "question", where)
     answers = gold_answers(text_field(record, "answer", where), [], where, "answer")
@@ -447,6 +474,7 @@ def _musique(record: Mapping[str, Any], where: str, number: int) -> Example:
 def _twowiki(record: Mapping[str, Any], where: str, number: int) -> Example:
     if "question_text" in record:
         return _ircot("2wikimultihopqa", record, where)
+    record = columns_as_rows(record, where)
     qid = identifier_field(record, ("_id", "id"), where)
     question = text_field(record, "question", where)
     answers = gold_answers(text_field(record, "answer", where), [], where, "answer")

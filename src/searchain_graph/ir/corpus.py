@@ -140,11 +140,18 @@ QA_PARAGRAPH_FIELDS = ("contexts", "paragraphs", "context")
 _QA_FIELDS = frozenset(QA_PARAGRAPH_FIELDS)
 
 
+def _context_columns(value: Any) -> bool:
+    """Whether ``value`` is a ``context`` in ``datasets``' layout: ``{"title": [...], "sentences": [...]}``."""
+    return isinstance(value, dict) and isinstance(value.get("title"), list) and isinstance(value.get("sentences"), list)
+
+
 def is_qa_record(record: Any) -> bool:
     """Whether ``record`` is a QA dataset question with paragraphs (rather than a passage)."""
     if not isinstance(record, dict) or _QA_FIELDS.isdisjoint(record):  # a passage: no field to look at
         return False
-    return any(isinstance(record.get(field), list) for field in QA_PARAGRAPH_FIELDS)
+    return any(isinstance(record.get(field), list) for field in QA_PARAGRAPH_FIELDS) or _context_columns(
+        record.get("context")
+    )
 
 
 def paragraph_id(title: str, text: str) -> str:
@@ -153,7 +160,15 @@ def paragraph_id(title: str, text: str) -> str:
 
 
 def qa_paragraphs(record: dict[str, Any], where: str) -> Iterator[Document]:
-    """The paragraphs of one QA dataset record (IRCoT, MuSiQue, HotpotQA or 2Wiki format)."""
+    """The paragraphs of one QA dataset record (IRCoT, MuSiQue, HotpotQA or 2Wiki format, or ``datasets``')."""
+    context = record.get("context")
+    if _context_columns(context):
+        if len(context["title"]) != len(context["sentences"]):
+            raise CorpusFormatError(f"{where}: context's 'title' and 'sentences' are of different lengths")
+        record = {
+            **record,
+            "context": [list(pair) for pair in zip(context["title"], context["sentences"], strict=True)],
+        }
     for field in QA_PARAGRAPH_FIELDS:
         items = record.get(field)
         if isinstance(items, list):
