@@ -161,7 +161,7 @@ def paragraph_id(title: str, text: str) -> str:
 
 def qa_paragraphs(record: dict[str, Any], where: str) -> Iterator[Document]:
     """The paragraphs of one QA dataset record (IRCoT, MuSiQue, HotpotQA or 2Wiki format, or ``datasets``')."""
-    context = record.get("context")
+    context: Any = record.get("context")
     if _context_columns(context):
         if len(context["title"]) != len(context["sentences"]):
             raise CorpusFormatError(f"{where}: context's 'title' and 'sentences' are of different lengths")
