@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from searchain_graph.method.question import InvalidQuestionError
     from searchain_graph.method.state import InputState, OutputState, Reference, SearChainState
     from searchain_graph.method.threads import ThreadBusyError
+    from searchain_graph.method.tool import searchain_tool
     from searchain_graph.method.verdict import QueryMatcher, normalized_duplicate
 
 _EXPORTS: dict[str, str] = {
@@ -78,6 +79,7 @@ _EXPORTS: dict[str, str] = {
     "normalize_answer": "searchain_graph.method.parsing",
     "normalized_duplicate": "searchain_graph.method.verdict",
     "parse_chain": "searchain_graph.method.parsing",
+    "searchain_tool": "searchain_graph.method.tool",
 }
 """Each public name and the module that defines it."""
 
@@ -131,4 +133,5 @@ __all__ = [
     "normalize_answer",
     "normalized_duplicate",
     "parse_chain",
+    "searchain_tool",
 ]
