@@ -50,7 +50,7 @@ from searchain_graph.method.adaptations.turns import coq_turns, tracing_turns, t
 from searchain_graph.method.calls import to_messages, trace_config
 from searchain_graph.method.context import Context, required
 from searchain_graph.method.final_content import final_content
-from searchain_graph.method.parsing import parse_chain
+from searchain_graph.method.parsing import parse_chain, without_markers
 from searchain_graph.method.prompts import (
     COMPLETION_PROMPT,
     CORRECTION_PROMPT,
@@ -357,7 +357,11 @@ def verified_pairs(path: Sequence[Reference]) -> str:
     With ``continuation="path"`` they also begin a later round's reply, the node IR just corrected
     or completed last, with IR's answer.
     """
-    return "\n".join(TRACING_PAIR.format(index=r["index"], query=r["query"], answer=r["answer"]) for r in path)
+    # An answer IR gave is a passage's words: markers in it must not become nodes of the reply.
+    return "\n".join(
+        TRACING_PAIR.format(index=r["index"], query=without_markers(r["query"]), answer=without_markers(r["answer"]))
+        for r in path
+    )
 
 
 def continued(begun: str, reply: str) -> str:

@@ -183,6 +183,20 @@ def holds_markers(text: str | None) -> bool:
     return bool(_TAG.search(text or "") or _SCAFFOLD.search(text or ""))
 
 
+def without_markers(text: str) -> str:
+    """``text`` with each Chain-of-Query marker defused: ``[Query 2]:`` becomes ``(Query 2)``, never a node.
+
+    For text from outside the LLM (a passage, the reader's answer) that the method writes into a
+    reply the LLM continues (``continuation="path"``): only the LLM's own markers may shape the chain.
+    """
+    def defuse(match: re.Match[str]) -> str:
+        marker = match.group(0)
+        inner = " ".join(marker.strip().strip("[]:：").replace("]", " ").split())
+        return f"({inner})" + (" " if marker[-1:].isspace() else "")
+
+    return _TAG.sub(defuse, text)
+
+
 def trim_answer(text: str) -> str:
     """``text`` without the spaces, full stops, quotes and emphasis around it (``"Toronto."`` gives ``Toronto``)."""
     return _ANSWER_EDGES.sub("", text)
