@@ -291,3 +291,29 @@ def test_the_method_options_reach_ask_serve_and_eval(
     assert main([*evaluate, "--demonstrations", "turns", "--out", str(out), "--quiet"]) == 0
     records = {r["method"]: r for r in read_records(out)}
     assert records["searchain_no_ir"]["options"] == {"demonstrations": "turns"} and "options" not in records["direct"]
+
+
+def test_control_characters_from_passages_are_shown_not_obeyed_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from searchain_graph.cli import commands
+
+    hostile = "Kevin Drew \x1b]0;pwned\x07was born in Toronto.\x1b[2J\x9b31m"
+    out = {
+        "question": "Where was Kevin Drew born?", "answer": "Toronto", "final_content": f"{hostile} [1].",
+        "references": [{"index": 1, "query": "q", "answer": "Toronto", "source": "llm",
+                        "document": {"page_content": hostile, "metadata": {"title": "Kevin\x1b[1m Drew"}}}],
+        "rounds": 1, "warnings": [f"note about {hostile}"],
+        "usage": {"llm_calls": 1, "words_in": 1, "words_out": 1, "retrieval_calls": 1, "reader_calls": 1},
+    }  # fmt: skip
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    commands._print_result(out, 1.0)
+    printed = capsys.readouterr()
+    for stream in (printed.out, printed.err):
+        assert "\x1b" not in stream and "\x07" not in stream and "\x9b" not in stream
+    assert "\\x1b]0;pwned\\x07" in printed.out and "\\x1b" in printed.err
+    # Piped to a file or another program, the text is written as it is.
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    commands._print_result(out, 1.0)
+    assert "\x1b]0;pwned" in capsys.readouterr().out

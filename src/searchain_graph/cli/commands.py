@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import textwrap
 import time
@@ -225,7 +226,21 @@ def labelled_records(spec: str, read: Callable[[str], list[dict[str, Any]]]) -> 
     return [{**r, "method": f"{r['method']}@{label}"} for r in read(path)]
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    r"""``text`` with its control characters (ANSI escapes among them) shown as ``\x1b``, not obeyed.
+
+    Passages come from corpora and remote indexes: printed raw, an escape sequence in one could set
+    the window's title, clear the screen or rewrite what was printed before it.
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
 def _print_result(out: dict[str, Any], seconds: float) -> None:
+    if sys.stdout.isatty():
+        out = json.loads(json.dumps(out, ensure_ascii=False), object_hook=_safe_strings)
     print(f"Question: {out['question']}")
     print(f"Answer:   {out['answer']}\n")
     print(textwrap.fill(out["final_content"], width=100))
@@ -246,7 +261,17 @@ def _print_result(out: dict[str, Any], seconds: float) -> None:
     if any(cached):
         print(f"from the cache: {cached[0]} LLM calls, {cached[1]} retrievals, {cached[2]} reads")
     for warning in out["warnings"]:
-        print(f"note: {warning}", file=sys.stderr)
+        print(f"note: {terminal_safe(warning) if sys.stderr.isatty() else warning}", file=sys.stderr)
+
+
+def _safe_strings(obj: dict[str, Any]) -> dict[str, Any]:
+    return {key: terminal_safe(value) if isinstance(value, str) else _safe_list(value) for key, value in obj.items()}
+
+
+def _safe_list(value: Any) -> Any:
+    if isinstance(value, list):
+        return [terminal_safe(v) if isinstance(v, str) else _safe_list(v) for v in value]
+    return value
 
 
 def eval_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -320,7 +345,7 @@ def run_ask(args: argparse.Namespace) -> int:
 
     def say(msg: str) -> None:
         if not args.quiet:
-            print(msg, file=sys.stderr, flush=True)
+            print(terminal_safe(msg) if sys.stderr.isatty() else msg, file=sys.stderr, flush=True)
 
     if args.quiet:
         from transformers.utils import logging as hf_logging

@@ -189,6 +189,7 @@ def without_markers(text: str) -> str:
     For text from outside the LLM (a passage, the reader's answer) that the method writes into a
     reply the LLM continues (``continuation="path"``): only the LLM's own markers may shape the chain.
     """
+
     def defuse(match: re.Match[str]) -> str:
         marker = match.group(0)
         inner = " ".join(marker.strip().strip("[]:：").replace("]", " ").split())
