@@ -329,3 +329,26 @@ def test_each_verdict_is_a_custom_stream_event() -> None:
     ]
     assert all(e["searchain"] == "verdict" and e["threshold"] == pytest.approx(1.5) for e in events)
     assert events[1]["reader_answer"] == "Toronto" and events[1]["confidence"] == pytest.approx(3.0)
+
+
+def test_a_decision_on_a_server_restarted_without_review_is_refused_and_the_run_still_waits(tmp_path: Any) -> None:
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from searchain_graph.serve import create_app
+
+    db = tmp_path / "serve.db"
+    with TestClient(create_app(_graph(), db=db), base_url="http://127.0.0.1") as client:
+        run = client.post("/runs", json={"question": QUESTION}).json()
+        paused = _events_until(client, run["events"], "review")[-1]
+        assert paused["event"] == "review"
+    plain = create_searchain_graph(
+        tree_llm(), retriever(), ScriptedReader(TREE_READS), confidence_threshold=1.5, checkpointer=InMemorySaver()
+    )
+    with TestClient(create_app(plain, db=db), base_url="http://127.0.0.1") as client:
+        accept = {"decision": "accept", "id": paused["data"]["review"]["id"]}
+        refused = client.post(f"/runs/{run['run_id']}/review", json=accept)
+        assert refused.status_code == 409 and "start the server with --review" in refused.json()["error"]
+        assert client.get(f"/runs/{run['run_id']}").json()["status"] == "review"  # nothing lost: it still waits
+    with TestClient(create_app(_graph(), db=db), base_url="http://127.0.0.1") as client:
+        assert client.post(f"/runs/{run['run_id']}/review", json=accept).status_code == 202

@@ -90,6 +90,11 @@ class RunManager(Recovery):
         self._runs: dict[str, Run] = {}
         self._dropping: set[asyncio.Task[None]] = set()
 
+    @property
+    def reviews(self) -> bool:
+        """Whether the graph pauses corrections for a person (built with ``review=True``: a ``review`` node)."""
+        return "review" in getattr(self.graph, "nodes", {})
+
     def newest(self) -> list[Run]:
         """The runs kept, newest first."""
         return sorted(self._runs.values(), key=lambda r: r.created, reverse=True)
@@ -196,6 +201,12 @@ class RunManager(Recovery):
                 400,
                 'a decision names the correction it answers: {"decision": ..., "id": ...} with the '
                 'review\'s "id" (or its "round" and "node")',
+            )
+        if run.status == "review" and not self.reviews:
+            raise BadRequest(
+                409,
+                f"run {run.id} paused for a review under a server started with --review, and this one runs "
+                "without it: start the server with --review to decide it",
             )
         if run.status != "review" or not await asyncio.to_thread(self.store.claim, run.thread_id):
             raise BadRequest(409, f"run {run.id} is not waiting for a review (it is {run.status})")
