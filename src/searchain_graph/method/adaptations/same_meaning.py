@@ -23,6 +23,7 @@ from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any
 
+from searchain_graph.llms.extras import require
 from searchain_graph.llms.hub import ModelNotFoundError, from_pretrained
 from searchain_graph.method.adaptations.query_kinds import comparable
 
@@ -87,6 +88,7 @@ class SemanticDuplicate:
 
     def _load(self) -> None:
         if self._model is None:
+            require(("torch", "transformers"), "the duplicate check by meaning", "or pass duplicates='text'")
             from transformers import AutoModel, AutoTokenizer
 
             try:
