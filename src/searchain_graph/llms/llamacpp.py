@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import struct
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -338,8 +339,6 @@ def gguf_header(gguf: Path) -> tuple[dict[str, int | str], dict[str, int]]:
     Raises:
         ValueError: the file is not GGUF.
     """
-    import struct
-
     sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
     formats = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
     metadata: dict[str, int | str] = {}
@@ -383,6 +382,29 @@ def gguf_header(gguf: Path) -> tuple[dict[str, int | str], dict[str, int]]:
     return metadata, {name: stop - start for (start, name), stop in zip(offsets, ends, strict=True)}
 
 
+def check_gguf(gguf: Path) -> None:
+    """Refuse, in one sentence naming the file, what is not a whole GGUF file (read from its header only).
+
+    Raises:
+        ModelNotFoundError: the file is missing.
+        ValueError: the file is another format, its header is damaged, or its tensors run past its end
+            (a download or copy cut short).
+    """
+    if not gguf.is_file():
+        raise ModelNotFoundError(f"GGUF file not found: {gguf}")
+    try:
+        _, sizes = gguf_header(gguf)
+    except ValueError:
+        raise
+    except (OSError, EOFError, KeyError, MemoryError, OverflowError, struct.error) as exc:
+        raise ValueError(f"{gguf} is not a GGUF model llama.cpp can read: its header is damaged ({exc})") from None
+    if not sizes or min(sizes.values()) <= 0:
+        raise ValueError(
+            f"{gguf} is cut short: its tensors need more bytes than the file's {gguf.stat().st_size:,} "
+            "(an interrupted download or copy?)"
+        )
+
+
 def train_context(gguf: Path) -> int | None:
     """The context length the file was trained with (``<architecture>.context_length``), if recorded."""
     metadata, _ = gguf_header(gguf)
@@ -395,8 +417,10 @@ def load_llamacpp(gguf: Path, config: LlamaCppConfig | None = None) -> tuple[Any
 
     Raises:
         ModelNotFoundError: the file is missing.
+        ValueError: the file is not GGUF, or is cut short (:func:`check_gguf`).
         LlamaCppUnavailableError: xllamacpp is missing, or llama.cpp cannot load the file.
     """
+    check_gguf(gguf)
     tokenizer = gguf_tokenizer(gguf)
     # llama.cpp stops on an end-of-generation token, which is one of the file's special tokens.
     special = {tokenizer.eos_token_id} | {i for i, t in tokenizer.added_tokens_decoder.items() if t.special}
