@@ -115,3 +115,59 @@ def test_load_chat_model_names_the_parts_when_none_is_installed(monkeypatch: pyt
         load_chat_model()  # the offline default
     with pytest.raises(ModelNotFoundError, match=r"searchain-graph\[qwen-small\]"):
         load_chat_model("qwen2.5-coder-0.5b")
+
+
+def test_a_join_killed_part_way_leaves_nothing_the_next_run_keeps(parts: dict[int, Path], cache: Path) -> None:
+    """A first run killed while joining leaves its partial file; the next join clears it (not a live one's)."""
+    import signal
+    import subprocess
+
+    model = model_of(PARTS)
+    gguf = cache / "gguf"
+    gguf.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    abandoned = gguf / f".tiny.gguf.{dead.pid}.partial"
+    abandoned.write_bytes(b"GGUF" + bytes(5000))  # as a SIGKILL mid-join leaves it
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        in_progress = gguf / f".tiny.gguf.{alive.pid}.partial"
+        in_progress.write_bytes(b"GGUF")
+        joined = packaged_gguf(model, locate=parts.__getitem__)
+        assert joined.read_bytes() == b"".join(PARTS)
+        assert not abandoned.exists() and in_progress.exists()  # another process's join is left alone
+    finally:
+        alive.send_signal(signal.SIGKILL)
+        alive.wait()
+
+
+def test_a_full_disk_names_the_folder_and_the_space_needed(
+    parts: dict[int, Path], cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    real_open = Path.open
+
+    class Full:
+        """A file on a full disk: every write fails as the OS would fail it."""
+
+        def __init__(self, handle: object) -> None:
+            self.handle = handle
+
+        def write(self, data: object) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __enter__(self) -> Full:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.handle.close()  # type: ignore[attr-defined]
+
+    def full_open(self: Path, mode: str = "r", *args: object, **kwargs: object) -> object:
+        handle = real_open(self, mode, *args, **kwargs)  # type: ignore[call-overload]
+        return Full(handle) if "w" in mode and self.name.endswith(".partial") else handle
+
+    monkeypatch.setattr(Path, "open", full_open)
+    with pytest.raises(OSError, match=r"no space left in .*gguf to join Tiny-Model: it needs .* MiB are free there"):
+        packaged_gguf(model_of(PARTS), locate=parts.__getitem__)
+    assert list((cache / "gguf").glob("*.partial")) == []
