@@ -331,3 +331,8 @@ def broken_llm() -> RuleChatModel:
         raise ValueError("this LLM always fails")
 
     return RuleChatModel(respond=respond)
+
+
+def stalled_llm() -> RuleChatModel:
+    """:func:`serve_llm` taking 60 s per call: a reply long enough to press Ctrl-C in (``searchain ask``)."""
+    return _paced(60.0)

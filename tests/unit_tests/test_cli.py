@@ -337,3 +337,29 @@ def test_a_cut_or_foreign_gguf_model_is_one_line_naming_the_file(
         assert main(["ask", QUESTION, "--corpus", DEMO, "--model", str(path)]) == 2
         err = capsys.readouterr().err
         assert err.count("searchain: error:") == 1 and str(path) in err and message in err and "Traceback" not in err
+
+
+def test_ctrl_c_during_a_reply_stops_ask_at_once_with_130() -> None:
+    import signal
+    import time
+
+    root = Path(__file__).resolve().parents[2]
+    command = [sys.executable, "-m", "searchain_graph", "ask", QUESTION, "--corpus", DEMO, "--reader", "llm",
+               "--model", "import:tests.fakes:stalled_llm", "--duplicates", "text"]  # fmt: skip
+    proc = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        assert proc.stderr is not None
+        while time.monotonic() < deadline:  # wait until the graph runs (the stack has loaded)
+            line = proc.stderr.readline()
+            if line.startswith("loaded the llm reader") or line.startswith("loaded"):
+                break
+        time.sleep(1.0)  # inside the first LLM call, which takes 60 s
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=10)
+        assert proc.returncode == 130 and time.monotonic() - started < 5
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -322,6 +322,28 @@ def build_graph(
     return graph, about
 
 
+def stop_on_interrupt() -> None:
+    """Ctrl-C (SIGINT) ends the command at once with exit status 130, as in any shell command.
+
+    The graph runs its steps in worker threads, where a local model's reply goes on in native code;
+    a ``KeyboardInterrupt`` in the main thread would wait for them. Nothing is half-written: ``ask``
+    writes its page and its output only at the end.
+    """
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        sys.stderr.write("\nsearchain: interrupted\n")
+        sys.stderr.flush()
+        os._exit(130)
+
+    signal.signal(signal.SIGINT, stop)
+
+
 class RunFailedError(RuntimeError):
     """A question's run failed after everything loaded: the command exits 1 (2 is for usage errors)."""
 
@@ -355,6 +377,7 @@ def run_ask(args: argparse.Namespace) -> int:
     graph, _ = build_graph(args, say)
     t0 = time.perf_counter()
     out: dict[str, Any] | None = None
+    stop_on_interrupt()
     try:
         for mode, chunk in graph.stream({"question": args.question}, stream_mode=["updates", "values"]):
             if not isinstance(chunk, dict):
