@@ -218,3 +218,45 @@ def test_only_text_that_cannot_begin_a_stop_sequence_streams() -> None:
     assert streamable("Toronto.\n", ["\n["]) == "Toronto."  # "\n" may begin the stop sequence
     assert streamable("Toronto.\nHe", ["\n["]) == "Toronto.\nHe"
     assert streamable("caf\ufffd", []) == "caf"  # half a character waits for the rest
+
+
+async def test_a_cancelled_stream_stops_the_engine_at_the_next_token(gguf: Path) -> None:
+    """A client that goes away (a closed stream, a cancelled task) frees the slot instead of decoding on."""
+    import asyncio
+    import time
+
+    llm = TransformersChatModel.from_smollm2(max_new_tokens=400, stop_repeats=0).load()
+    question = "Write a long story about a lighthouse keeper, with many details."
+    decoder = llm.decoder
+    calls = decoder.stats.calls
+    stream = llm.astream(question)
+    seen = 0
+    async for _ in stream:
+        seen += 1
+        if seen == 3:
+            break
+    await stream.aclose()
+    started = time.monotonic()
+    while decoder.stats.calls == calls and time.monotonic() - started < 10:  # the engine ends its request
+        await asyncio.sleep(0.01)
+    assert decoder.stats.calls == calls + 1
+    # The next call finds the slot free: as fast as the same call on an idle engine.
+    t0 = time.monotonic()
+    await llm.ainvoke("Say hi.", max_new_tokens=4)
+    after_cancel = time.monotonic() - t0
+    t0 = time.monotonic()
+    await llm.ainvoke("Say hi.", max_new_tokens=4)
+    idle = time.monotonic() - t0
+    assert after_cancel < idle + 1.0, (after_cancel, idle)
+
+    async def consume() -> None:
+        async for _ in llm.astream(question):
+            pass
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0.5)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    t0 = time.monotonic()
+    await llm.ainvoke("Say hi.", max_new_tokens=4)
+    assert time.monotonic() - t0 < idle + 1.0

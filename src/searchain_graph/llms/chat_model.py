@@ -10,15 +10,16 @@ The LLM a ``--model`` names is chosen by :func:`~searchain_graph.llms.loading.lo
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
@@ -255,9 +256,9 @@ class TransformersChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=self._reply(messages, stop, None, **kwargs))])
 
     def _reply(
-        self, messages: list[BaseMessage], stop: list[str] | None, progress: Callable[[str], None] | None, **kwargs: Any
+        self, messages: list[BaseMessage], stop: list[str] | None, progress: Callable[[str], bool] | None, **kwargs: Any
     ) -> AIMessage:
-        """The whole reply; ``progress(text so far)`` after each token a decoder generates."""
+        """The whole reply; ``progress(text so far)`` after each token a decoder generates (True: stop there)."""
         want_logprobs = bool(kwargs.get("logprobs", self.logprobs))
         max_new = int(kwargs.get("max_new_tokens", kwargs.get("max_tokens", self.max_new_tokens)))
         if max_new < 1:
@@ -299,10 +300,35 @@ class TransformersChatModel(BaseChatModel):
                 run_manager.on_llm_new_token(str(message.content), chunk=chunk)
             yield chunk
             return
-        for chunk in stream_reply(lambda progress: self._reply(messages, stop, progress, **kwargs), stop or []):
+        cancel = kwargs.pop("cancel", None)
+        for chunk in stream_reply(lambda progress: self._reply(messages, stop, progress, **kwargs), stop or [], cancel):
             if run_manager is not None and chunk.text:
                 run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        """:meth:`_stream` in a worker thread, stopping the engine when the consumer stops.
+
+        A cancelled task or a closed stream (a client gone, an agent's timeout) ends the generation
+        at the next token, instead of leaving the engine to run to ``max_new_tokens``.
+        """
+        cancel = threading.Event()
+        chunks = self._stream(messages, stop, None, cancel=cancel, **kwargs)
+        done = object()
+        try:
+            while (chunk := await asyncio.to_thread(next, chunks, done)) is not done:
+                assert isinstance(chunk, ChatGenerationChunk)
+                if run_manager is not None and chunk.text:
+                    await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+                yield chunk
+        finally:
+            cancel.set()
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable[Any, AIMessage]:
         """Bind tools, called through a text protocol (:mod:`~searchain_graph.llms.tool_calls`).
@@ -322,7 +348,7 @@ class TransformersChatModel(BaseChatModel):
         want_logprobs: bool,
         temp: float = 0.0,
         seed: Any = None,
-        progress: Callable[[str], None] | None = None,
+        progress: Callable[[str], bool] | None = None,
     ) -> tuple[list[int], list[float], str]:
         """Generate for one prompt: in the llama.cpp or ONNX decoder, or in transformers one call at a time."""
         if self._decoder is not None:
@@ -352,10 +378,11 @@ class TransformersChatModel(BaseChatModel):
                 "together): shorten the prompt or raise the context"
             )
 
-    def _stop_check(self, stops: list[str], progress: Callable[[str], None] | None = None) -> Any:
+    def _stop_check(self, stops: list[str], progress: Callable[[str], bool] | None = None) -> Any:
         """``new_ids -> bool``: the reply so far ends in a loop or contains a stop sequence (``None``: no check).
 
-        ``progress``, when given, is told the reply's text after each token.
+        ``progress``, when given, is told the reply's text after each token; it returns True when
+        the rest is not wanted (a stream nobody reads any more), which ends the reply too.
         """
         tok, times = self._tokenizer, self.stop_repeats
         if not stops and progress is None:
@@ -363,8 +390,8 @@ class TransformersChatModel(BaseChatModel):
 
         def check(new_ids: list[int]) -> bool:
             text = tok.decode(new_ids, skip_special_tokens=True)
-            if progress is not None:
-                progress(text)
+            if progress is not None and progress(text):
+                return True
             return (times >= 2 and repeats_at_end(new_ids, times)) or any(s in text for s in stops)
 
         return check

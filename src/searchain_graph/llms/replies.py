@@ -80,11 +80,15 @@ def last_chunk(message: AIMessage) -> ChatGenerationChunk:
 
 
 def stream_reply(
-    produce: Callable[[Callable[[str], None]], AIMessage], stops: Sequence[str]
+    produce: Callable[[Callable[[str], bool]], AIMessage],
+    stops: Sequence[str],
+    cancel: threading.Event | None = None,
 ) -> Iterator[ChatGenerationChunk]:
     """The reply ``produce(progress)`` makes, streamed as it is generated, then its last chunk.
 
-    ``produce`` runs in a thread of its own and calls ``progress(text so far)`` after each token.
+    ``produce`` runs in a thread of its own and calls ``progress(text so far)`` after each token;
+    ``progress`` returns True once nobody wants the rest (the stream was closed, or ``cancel`` was
+    set), and ``produce`` then stops generating: a client that goes away frees the engine at once.
     Text that could still turn out to begin a stop sequence is held back until it cannot
     (:func:`streamable`), so the chunks join into exactly the reply ``produce`` returns; the last
     chunk (``chunk_position="last"``) carries the rest, the usage and the metadata. An error in
@@ -92,10 +96,15 @@ def stream_reply(
     """
     texts: queue.Queue[str | None] = queue.Queue()
     outcome: dict[str, Any] = {}
+    abandoned = cancel if cancel is not None else threading.Event()
+
+    def progress(text: str) -> bool:
+        texts.put(text)
+        return abandoned.is_set()
 
     def work() -> None:
         try:
-            outcome["message"] = produce(texts.put)
+            outcome["message"] = produce(progress)
         except BaseException as exc:  # raised again in the consumer's thread
             outcome["error"] = exc
         finally:
@@ -103,11 +112,15 @@ def stream_reply(
 
     threading.Thread(target=work, name="searchain-llm-stream", daemon=True).start()
     sent = ""
-    while (text := texts.get()) is not None:
-        safe = streamable(text, stops)
-        if len(safe) > len(sent) and safe.startswith(sent):
-            piece, sent = safe[len(sent) :], safe
-            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+    try:
+        while (text := texts.get()) is not None:
+            safe = streamable(text, stops)
+            if len(safe) > len(sent) and safe.startswith(sent):
+                piece, sent = safe[len(sent) :], safe
+                yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+    except GeneratorExit:  # the consumer stopped reading: the engine stops generating
+        abandoned.set()
+        raise
     if "error" in outcome:
         raise outcome["error"]
     message: AIMessage = outcome["message"]
