@@ -24,8 +24,10 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableWithFallbacks
+from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.config import run_in_executor
+from langchain_core.runnables.configurable import DynamicRunnable
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
@@ -53,6 +55,52 @@ __all__ = ["StepDriver"]
 
 METADATA_WARNING = "passage metadata was not strict JSON"
 """The run's one warning when a retriever's metadata had to be converted (the fields follow it)."""
+
+
+def innermost(runnable: Any) -> Any:
+    """The runnable inside LangChain's wrappers.
+
+    Through ``bind``, ``with_retry``, ``with_config``, ``with_fallbacks`` (its first runnable) and
+    ``configurable_fields`` (its default).
+    """
+    seen = 0
+    while seen < 32:
+        seen += 1
+        if isinstance(runnable, RunnableBindingBase):
+            runnable = runnable.bound
+        elif isinstance(runnable, RunnableWithFallbacks):
+            runnable = runnable.runnable
+        elif isinstance(runnable, DynamicRunnable):
+            runnable = runnable.default
+        else:
+            break
+    return runnable
+
+
+def check_llm(llm: Any) -> None:
+    """Refuse what cannot be the chat model: not a Runnable, or a retriever given in its place.
+
+    A chat model and any Runnable over one (``llm.with_retry()``, ``llm.with_fallbacks([...])``,
+    ``llm.bind(stop=...)``, ``init_chat_model(..., configurable_fields=...)``) are accepted.
+    """
+    if not isinstance(llm, Runnable) or isinstance(innermost(llm), BaseRetriever):
+        raise TypeError(
+            f"llm must be a LangChain chat model or a Runnable over one (with_retry, with_fallbacks, bind), "
+            f"got {type(llm).__name__}"
+        )
+
+
+def check_retriever(retriever: Any) -> None:
+    """Refuse what cannot be the retriever: not a Runnable, or a chat model given in its place.
+
+    A retriever and any Runnable over one (``with_config``, ``with_retry``, ``with_fallbacks``)
+    are accepted: it takes a query and returns documents.
+    """
+    if not isinstance(retriever, Runnable) or isinstance(innermost(retriever), BaseChatModel):
+        raise TypeError(
+            f"retriever must be a LangChain retriever or a Runnable over one (with_config, with_retry, "
+            f"with_fallbacks), got {type(retriever).__name__}"
+        )
 
 
 def _advance(gen: Generator[Any, Any, Any], value: Any) -> tuple[bool, Any]:
@@ -118,10 +166,9 @@ class StepDriver:
         title: str | None = None,
         cache_ir: bool = False,
     ) -> None:
-        if not isinstance(llm, BaseChatModel):
-            raise TypeError(f"llm must be a LangChain BaseChatModel, got {type(llm).__name__}")
-        if retriever is not None and not isinstance(retriever, BaseRetriever):
-            raise TypeError(f"retriever must be a LangChain BaseRetriever, got {type(retriever).__name__}")
+        check_llm(llm)
+        if retriever is not None:
+            check_retriever(retriever)
         if reader is not None and not callable(getattr(reader, "read", None)):
             raise TypeError(f"reader must have a read(query, passage) method, got {type(reader).__name__}")
         self.method = method
@@ -132,7 +179,8 @@ class StepDriver:
         self._settings = settings
         self.fresh = dict(fresh or {})
         self.reducers = reducers_of(state_schema) if state_schema is not None else {"usage": add_usage}
-        self.takes_k, self.atakes_k = takes_k(retriever) if retriever is not None else (False, False)
+        plain = retriever if isinstance(retriever, BaseRetriever) else None  # a wrapper passes no k
+        self.takes_k, self.atakes_k = takes_k(plain) if plain is not None else (False, False)
         self._read: RunnableLambda[list[tuple[str, DocumentDict]], list[ReaderOutput]] = RunnableLambda(
             self._read_pairs, afunc=self._aread_pairs, name="read"
         )

@@ -62,7 +62,7 @@ from searchain_graph.llms.extras import require
 from searchain_graph.llms.servers import is_transient
 from searchain_graph.method.calls import label_node_run
 from searchain_graph.method.context import DEFAULT_THRESHOLD, Context, required
-from searchain_graph.method.driver import StepDriver
+from searchain_graph.method.driver import StepDriver, check_llm, check_retriever
 from searchain_graph.method.nodes import FRESH_RUN, SearChainSteps
 from searchain_graph.method.review import ask_for_review, check_review_resume
 from searchain_graph.method.state import InputState, OutputState, SearChainState
@@ -228,10 +228,8 @@ def create_searchain_graph(
         >>> graph.invoke({"question": "Where was the performer of Spirit If... born?"})["answer"]  # doctest: +SKIP
         'Toronto'
     """
-    if not isinstance(llm, BaseChatModel):
-        raise TypeError(f"llm must be a LangChain BaseChatModel, got {type(llm).__name__}")
-    if not isinstance(retriever, BaseRetriever):
-        raise TypeError(f"retriever must be a LangChain BaseRetriever, got {type(retriever).__name__}")
+    check_llm(llm)
+    check_retriever(retriever)
     if not callable(getattr(reader, "read", None)):
         raise TypeError(f"reader must have a read(query, passage) method, got {type(reader).__name__}")
     if context is not None and not isinstance(context, Context):
@@ -248,6 +246,11 @@ def create_searchain_graph(
         if not isinstance(llm_cache, LLMCache):
             got = type(llm_cache).__name__
             raise TypeError(f"llm_cache must be a langchain_core BaseCache or a file path, got {got}")
+        if not isinstance(llm, BaseChatModel):
+            raise TypeError(
+                f"llm_cache= sets the cache of a chat model, and llm is a {type(llm).__name__}: set cache= on the "
+                "chat model inside it (ChatOpenAI(cache=...)), or langchain_core.globals.set_llm_cache"
+            )
         llm = llm.model_copy(update={"cache": llm_cache})
     graph_context = replace(context or Context(), **settings)
     defaults, source = reader_settings(reader, graph_context)
