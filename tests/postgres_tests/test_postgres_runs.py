@@ -20,7 +20,7 @@ from searchain_graph import create_searchain_graph
 from searchain_graph.serve.db import open_checkpointer, open_run_store
 from searchain_graph.serve.postgres import PostgresRunStore
 from searchain_graph.serve.runs import RunManager
-from searchain_graph.serve.store import StoredRun
+from searchain_graph.serve.store import StoredRun, StoreOpenError
 from tests.fakes import QUESTION, TREE_READS, ScriptedReader, retriever, tree_llm
 from tests.helpers import assert_prune_keeps_the_newest_finished, assert_run_ends_are_whole
 
@@ -81,7 +81,7 @@ def test_the_store_keeps_hard_text_and_claims_hold_across_connections(postgres_u
 
 def test_a_bad_url_is_refused_with_a_reason_that_hides_the_password(postgres_url: str) -> None:
     port = postgres_url.split("@127.0.0.1:")[1].split("/")[0]
-    with pytest.raises(ConnectionError, match=r"'postgresql://nobody:…@127\.0\.0\.1:.*cannot connect"):
+    with pytest.raises(StoreOpenError, match=r"'postgresql://nobody:…@127\.0\.0\.1:.*cannot connect"):
         open_run_store(f"postgresql://nobody:hunter2@127.0.0.1:{port}/no_such_database")
 
 

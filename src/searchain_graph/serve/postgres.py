@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from searchain_graph.serve.store import SqlRunStore, Statement, Watch, shown_url
+from searchain_graph.serve.store import SqlRunStore, Statement, StoreOpenError, StoreWriteError, Watch, shown_url
 
 __all__ = ["PG_SCHEMA", "PostgresRunStore", "open_postgres_checkpointer"]
 
@@ -48,6 +48,12 @@ PG_SCHEMA = (
 )
 """The tables (the same as SQLite's, with PostgreSQL's types)."""
 
+PG_COLUMNS = {
+    "searchain_runs": {"id", "question", "thread_id", "created", "status", "error", "output"},
+    "searchain_run_events": {"run_id", "seq", "event", "data"},
+}
+"""The columns each table needs: a table of another layout is refused when the store opens."""
+
 SETUP_LOCK = 3_700_000_037
 """The advisory lock held while tables are created: replicas starting together do it one at a time."""
 SETUP_POLL_S = 0.1
@@ -58,6 +64,19 @@ CHANNEL = "searchain_runs"
 """The ``NOTIFY`` channel on which a write names the run it changed."""
 LISTEN_RETRY_S = 1.0
 """How long the listener waits before connecting again after losing its connection."""
+
+
+HEALTH_WAIT_S = 1.0
+"""How long ``/healthz`` waits for the store's connection before saying it is busy (healthy)."""
+
+
+def _reason(exc: BaseException) -> str:
+    """A database error in one line: the server's own message, else the error's first line."""
+    primary = getattr(getattr(exc, "diag", None), "message_primary", None)
+    if primary:
+        return str(primary)
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 def _psycopg() -> Any:
@@ -94,11 +113,41 @@ class PostgresRunStore(SqlRunStore):
         self._watch_lock = threading.Lock()
         self._listener: threading.Thread | None = None
         self._closing = threading.Event()
-        self._conn = self._connect()
-        self._claims_conn = self._connect()
-        with self._setup_lock():
-            for statement in PG_SCHEMA:
-                self._conn.execute(statement)
+        self._write_error: str | None = None
+        psycopg = _psycopg()
+        try:
+            self._conn = self._connect()
+            self._claims_conn = self._connect()
+            with self._setup_lock():
+                tables = [s for s in PG_SCHEMA if s.startswith("CREATE TABLE")]
+                for statement in tables:
+                    self._conn.execute(statement)
+                self._check_layout()  # before an index names a column an older table lacks
+                for statement in PG_SCHEMA:
+                    if statement not in tables:
+                        self._conn.execute(statement)
+        except ConnectionError as exc:
+            raise StoreOpenError(str(exc)) from None
+        except psycopg.Error as exc:
+            raise StoreOpenError(f"--db {shown_url(url)}: cannot set up the runs' tables: {_reason(exc)}") from None
+
+    def _check_layout(self) -> None:
+        """Refuse tables of another layout (an older version's) before any run is written to them."""
+        rows = self._conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = ANY(%s)",
+            (list(PG_COLUMNS),),
+        ).fetchall()
+        found: dict[str, set[str]] = {}
+        for table, column in rows:
+            found.setdefault(table, set()).add(column)
+        for table, columns in PG_COLUMNS.items():
+            missing = sorted(columns - found.get(table, set()))
+            if missing:
+                raise StoreOpenError(
+                    f"--db {shown_url(self.url)}: the table {table} is of another layout (no column "
+                    f"{', '.join(missing)}): drop or rename it, or use another database"
+                )
 
     def _connect(self) -> Any:
         psycopg = _psycopg()
@@ -127,18 +176,45 @@ class PostgresRunStore(SqlRunStore):
         return None if cleaned is None else cleaned.replace("\x00", "\\x00")
 
     def _run(self, sql: str, params: Sequence[Any] = (), *, write: bool = False) -> list[tuple[Any, ...]]:
+        """One statement; a write the database refuses (down, read-only) raises :class:`StoreWriteError`."""
         psycopg = _psycopg()
         with self._lock:
             try:
-                return self._fetch(sql, params)
-            except psycopg.OperationalError:
-                if not self._conn.closed:
+                try:
+                    rows = self._fetch(sql, params)
+                except psycopg.OperationalError:
+                    if not self._conn.closed:
+                        raise
+                    # The connection broke (the server restarted, an idle timeout, a proxy): one
+                    # statement is one transaction, so it is sent again, once, on a new connection.
+                    logger.warning("the connection to %s broke: connecting again", shown_url(self.url))
+                    self._conn = self._connect()
+                    rows = self._fetch(sql, params)
+            except (psycopg.OperationalError, psycopg.errors.ReadOnlySqlTransaction, ConnectionError) as exc:
+                if not write:
                     raise
-            # The connection broke (the server restarted): one statement is one transaction, so
-            # it is sent again, once, on a new connection.
-            logger.warning("the connection to %s broke: connecting again", shown_url(self.url))
-            self._conn = self._connect()
-            return self._fetch(sql, params)
+                self._write_error = f"the database refused a write: {_reason(exc)}"
+                raise StoreWriteError(self._write_error) from None
+            if write:
+                self._write_error = None
+            return rows
+
+    def health(self) -> str | None:
+        """None while the database takes writes; else why not (down, unreachable, read-only)."""
+        psycopg = _psycopg()
+        if not self._lock.acquire(timeout=HEALTH_WAIT_S):
+            return None  # a statement is running: the database answers
+        try:
+            if self._conn.closed:
+                self._conn = self._connect()
+            read_only = self._conn.execute("SHOW transaction_read_only").fetchone()
+        except (psycopg.Error, ConnectionError) as exc:
+            return f"the database cannot be reached: {_reason(exc)}"
+        finally:
+            self._lock.release()
+        if read_only and str(read_only[0]).lower() == "on":
+            return "the database is read-only: it takes no writes"
+        return None
 
     def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         cursor = self._conn.execute(sql, tuple(params))
@@ -211,14 +287,22 @@ class PostgresRunStore(SqlRunStore):
                     conn.close()
 
     def _take(self, thread_id: str) -> bool:
-        """Take the advisory lock of ``thread_id``; False when another process holds it."""
-        if self._claims_conn.closed:
-            logger.warning("the claims connection to %s was lost: connecting again", shown_url(self.url))
-            self._claims.clear()  # the server released them with the old connection
-            self._claims_conn = self._connect()
-        row = self._claims_conn.execute(
-            "SELECT pg_try_advisory_lock(hashtextextended(%s, %s))", (thread_id, CLAIM_SEED)
-        ).fetchone()
+        """Take the advisory lock of ``thread_id``; False when another process holds it.
+
+        Raises:
+            StoreWriteError: the database cannot be reached.
+        """
+        psycopg = _psycopg()
+        try:
+            if self._claims_conn.closed:
+                logger.warning("the claims connection to %s was lost: connecting again", shown_url(self.url))
+                self._claims.clear()  # the server released them with the old connection
+                self._claims_conn = self._connect()
+            row = self._claims_conn.execute(
+                "SELECT pg_try_advisory_lock(hashtextextended(%s, %s))", (thread_id, CLAIM_SEED)
+            ).fetchone()
+        except (psycopg.Error, ConnectionError) as exc:
+            raise StoreWriteError(f"the database cannot take a claim: {_reason(exc)}") from None
         return bool(row and row[0])
 
     def _give_up(self, thread_id: str) -> None:

@@ -135,7 +135,10 @@ class RunManager(Recovery):
         self._admit()
         run_id = uuid.uuid4().hex
         row = StoredRun(run_id, text, f"searchain-serve-{run_id}", time.time(), "queued")
-        self.store.claim(row.thread_id)  # before the row exists: no other replica can adopt it
+        try:
+            self.store.claim(row.thread_id)  # before the row exists: no other replica can adopt it
+        except StoreWriteError as exc:
+            raise BadRequest(503, f"runs cannot be stored now ({exc}); try again later", {"retry-after": "5"}) from None
         self._save_new(row)
         return row
 
