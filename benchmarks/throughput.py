@@ -5,11 +5,11 @@ llama.cpp, BM25 over the file's paragraphs re-ranked by the bundled reader (``se
 stack), it prints per configuration the questions per hour, the seconds spent inside LLM calls,
 and the LLM calls and generated tokens a question:
 
-(a) **fresh**: the tuned preset with the three call-saving switches off (``stop_at_final``,
-    ``close_early``, ``compose_supported``: SearChain as it ran before them) beside the tuned
-    preset as it is, on the same questions in the same process, in turn question by question (the
-    order alternates, so neither config always finds the other's first prompt in the engine's
-    prefix cache). Neither uses an LLM cache.
+(a) **fresh**: the tuned preset as it was before it saved calls (:data:`BEFORE`: no ``close_early``,
+    no ``compose_supported``, the paper's ``continuation="fresh"``) beside the tuned preset as it
+    is, on the same questions in the same process, in turn question by question (the order
+    alternates, so neither config always finds the other's first prompt in the engine's prefix
+    cache). Neither uses an LLM cache.
 (b) **reruns with the cache**: the tuned preset once more over the same questions with a fresh
     SQLite cache (LLM calls, retrievals and readings: ``searchain eval --cache``), then again after
     a θ change, and again after a tracing change: only the calls that the change alters run.
@@ -43,7 +43,8 @@ from searchain_graph.method.ir_tasks import open_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 CHOOSE = ROOT.parent / "shared/data/hotpotqa/hotpotqa_validation.choose.jsonl"
-BEFORE = {"stop_at_final": False, "close_early": False, "compose_supported": False}
+BEFORE = {"stop_at_final": False, "close_early": False, "compose_supported": False, "continuation": "fresh"}
+"""The tuned preset as it was before it saved calls: every round and the tracing asked of the LLM."""
 
 
 class LLMClock(BaseCallbackHandler):
@@ -100,7 +101,8 @@ class Tally:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", type=int, default=20)
+    parser.add_argument("--questions", type=int, default=20, help="(a)'s questions")
+    parser.add_argument("--rerun-questions", type=int, default=None, help="(b)'s questions (default: (a)'s)")
     parser.add_argument("--data", type=Path, default=CHOOSE, help="a HotpotQA file (its own layout or IRCoT's)")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--theta-step", type=float, default=0.5, help="(b): θ moved by this much")
@@ -109,6 +111,7 @@ def main() -> None:
 
     examples = load_dataset("hotpotqa", str(args.data))
     paragraphs = corpus_paragraphs(examples)
+    reruns = examples[: args.rerun_questions or args.questions]
     examples = examples[: args.questions]
     cli = _build_parser().parse_args(["eval", "--dataset", "hotpotqa", "--data", str(args.data), "--model", args.model])
     stack = load_stack(cli, say=print, documents=paragraphs, load_reader_now=True)
@@ -157,7 +160,7 @@ def main() -> None:
         rows = []
         for name, g in runs.items():
             tally = Tally(name)
-            for example in examples:
+            for example in reruns:
                 run(g, tally, example)
             rows.append(tally)
             print(tally.line(), flush=True)

@@ -61,3 +61,20 @@ def tiny_llm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(path)
     return path
+
+
+@pytest.fixture(autouse=True)
+def every_round_and_the_tracing_call(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unit tests run the tuned preset without the two switches that save LLM calls.
+
+    Their fake LLMs (tests.fakes) were written for a run that asks every round and the tracing
+    call (three branches, a traced answer); ``close_early`` and ``compose_supported`` end such runs
+    a round or a call sooner. The switches' own tests (``@pytest.mark.shipped_preset``), and every
+    integration test, run the preset as it ships.
+    """
+    if request.node.get_closest_marker("shipped_preset") or request.node.get_closest_marker("integration"):
+        return
+    from searchain_graph.method.context import PRESET_VALUES
+
+    monkeypatch.setitem(PRESET_VALUES["tuned"], "close_early", False)
+    monkeypatch.setitem(PRESET_VALUES["tuned"], "compose_supported", False)

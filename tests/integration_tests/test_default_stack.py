@@ -71,7 +71,8 @@ def test_default_stack_answers_with_a_well_formed_trace(
         assert citations(out["final_content"]), "a traced answer must cite the path"
 
     usage = out["usage"]
-    assert usage["llm_calls"] == out["rounds"] + (1 if refs else 0)
+    # One call a round, and the tracing call unless IR stands behind every step (compose_supported).
+    assert out["rounds"] <= usage["llm_calls"] <= out["rounds"] + (1 if refs else 0)
     assert usage["words_in"] > 0 and usage["words_out"] > 0
     assert usage["input_tokens"] > usage["output_tokens"] > 0
     json.dumps(out)  # plain data all the way down

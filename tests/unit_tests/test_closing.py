@@ -19,7 +19,11 @@ from searchain_graph.method.adaptations.closing import (
 from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, is_tracing, retriever, tree_llm
 from tests.unit_tests.test_graph import CONFIDENT, correcting_llm
 
+pytestmark = pytest.mark.shipped_preset
+
 SAVING = {"stop_at_final": True, "close_early": True, "compose_supported": True}
+OFF = {"stop_at_final": False, "close_early": False, "compose_supported": False}
+"""SearChain as it ran before the switches (the tuned preset now turns close_early and compose_supported on)."""
 
 
 class StopsRecorded(RuleChatModel):
@@ -54,7 +58,7 @@ def run(llm: RuleChatModel, reads: dict[str, ReaderOutput] = TREE_READS, **field
 
 def test_close_early_saves_the_round_after_ir_changed_the_last_node() -> None:
     before_llm, now_llm = recording_llm(), recording_llm()
-    before, now = run(before_llm), run(now_llm, close_early=True)
+    before, now = run(before_llm, **OFF), run(now_llm, **{**OFF, "close_early": True})
     # Without it: round 3 writes the chain again (all duplicates); with it, IR's completion of round
     # 2's last node closes the path. Both trace it (round 2's chain concluded nothing).
     assert before["rounds"] == 3 and before["usage"]["llm_calls"] == 4
@@ -66,7 +70,7 @@ def test_close_early_saves_the_round_after_ir_changed_the_last_node() -> None:
 
 def test_compose_supported_saves_the_tracing_call_when_ir_stands_behind_every_step() -> None:
     before_llm, now_llm = recording(correcting_llm()), recording(correcting_llm())
-    before, now = run(before_llm, CONFIDENT), run(now_llm, CONFIDENT, compose_supported=True)
+    before, now = run(before_llm, CONFIDENT, **OFF), run(now_llm, CONFIDENT, **{**OFF, "compose_supported": True})
     # Round 2's chain passes IR whole, ends on the path's last answer and concludes with it.
     assert before["usage"]["llm_calls"] == 3 and len(tracing_calls(before_llm)) == 1
     assert now["usage"]["llm_calls"] == 2 and tracing_calls(now_llm) == []
@@ -82,7 +86,7 @@ def test_stop_at_final_stops_each_chain_where_its_final_content_begins() -> None
     assert all(b["final_content"] is None for b in out["tree"]) and out["answer"] == "Toronto Coach Terminal"
     assert len(tracing_calls(llm)) == 1  # a chain that concludes nothing is traced
     plain = recording_llm()
-    run(plain)
+    run(plain, **OFF)
     assert plain.stops and all(s is None for s in plain.stops)  # off: no call is cut
 
 
@@ -100,7 +104,7 @@ def test_the_paper_preset_and_the_paper_tracing_keep_every_call() -> None:
 def test_a_step_ir_does_not_stand_behind_keeps_the_tracing_call() -> None:
     unsure = {**CONFIDENT, "performer": ReaderOutput("Broken Social Scene", 0.5)}  # g is not the LLM's answer
     llm = recording(correcting_llm())
-    out = run(llm, unsure, compose_supported=True)
+    out = run(llm, unsure, **{**OFF, "compose_supported": True})
     assert out["rounds"] == 2 and len(tracing_calls(llm)) == 1
 
 
@@ -161,3 +165,23 @@ def test_the_supported_answer_is_the_last_steps_and_the_readers_span_where_short
     # A chain that concluded otherwise (or nothing) is traced.
     for other in ("So the final answer is Montreal.", None):
         assert supported_answer(path, {**branch, "final_content": other}, "Where was he born?") is None
+
+
+def test_the_tuned_preset_saves_calls_and_begins_later_rounds_only_for_a_model_that_continues() -> None:
+    from searchain_graph.llms.chat_model import TransformersChatModel
+    from searchain_graph.method.graph import continues_begun_reply, reader_settings
+
+    tuned = Context().resolved(threshold=1.0, reader_yes_no=False)
+    assert (tuned.close_early, tuned.compose_supported, tuned.stop_at_final) == (True, True, False)
+    assert (
+        tuned.continuation == "fresh"
+        and Context().resolved(threshold=1.0, reader_yes_no=False, continues=True).continuation == "path"
+    )
+    paper = Context(preset="paper").resolved(threshold=1.0, reader_yes_no=False, continues=True)
+    assert (paper.close_early, paper.compose_supported, paper.continuation) == (False, False, "fresh")
+    local = TransformersChatModel(model_path="/nowhere")  # not loaded: only its class is asked
+    assert continues_begun_reply(local) and continues_begun_reply(local.with_retry())
+    assert not continues_begun_reply(tree_llm())  # an OpenAI-style model starts a new turn
+    reader = ScriptedReader(TREE_READS)
+    assert reader_settings(reader, continues=True)[0].continuation == "path"
+    assert reader_settings(reader, continuation="fresh", continues=True)[0].continuation == "fresh"

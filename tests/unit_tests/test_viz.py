@@ -37,7 +37,11 @@ class Elements(HTMLParser):
 
 @pytest.fixture(scope="module")
 def run() -> dict[str, Any]:
-    graph = create_searchain_graph(tree_llm(), retriever(), ScriptedReader(TREE_READS), confidence_threshold=1.5)
+    # Every round asked (a module fixture runs before the unit tests' preset is pinned): three branches.
+    graph = create_searchain_graph(
+        tree_llm(), retriever(), ScriptedReader(TREE_READS), confidence_threshold=1.5, close_early=False,
+        compose_supported=False,
+    )  # fmt: skip
     return dict(graph.invoke({"question": QUESTION}))
 
 

@@ -78,6 +78,7 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "stop_at_final": False,
         "close_early": False,
         "compose_supported": False,
+        "continuation": "fresh",
     },
     "tuned": {
         "demonstrations": "turns",
@@ -91,8 +92,9 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "date_order": True,
         "verify_yes_no": None,  # the reader's answers_yes_no
         "stop_at_final": False,
-        "close_early": False,
-        "compose_supported": False,
+        "close_early": True,
+        "compose_supported": True,
+        "continuation": None,  # the model's: "path" where it continues a begun reply, else "fresh"
     },
 }
 """What each preset gives the fields left at ``None``; ``verify_yes_no=None`` asks the reader."""
@@ -158,11 +160,11 @@ class Context:
     verification: bool = _setting(True, "Run verification (false: the paper's 'w/o Verification' ablation).")
     completion: bool = _setting(True, "Run completion (false: the paper's 'w/o Completion' ablation).")
     max_question_chars: int = _setting(2000, "Questions longer than this are refused with a clear error.")
-    continuation: Continuation = _setting(
-        "fresh",
+    continuation: Continuation | None = _setting(
+        None,
         "How a later round's reply begins: 'fresh' (the paper's: the LLM replies to the feedback from nothing) "
-        "or 'path' (the reply is begun with the verified Query/Answer pairs, the node IR changed last, for the "
-        "LLM to continue; needs a chat model that continues a final assistant message).",
+        "or 'path' (the tuned preset's: the reply is begun with the verified Query/Answer pairs, the node IR "
+        "changed last, for the LLM to continue; needs a chat model that continues a final assistant message).",
     )
     # -- the adaptations (searchain_graph.method.adaptations); empty: the preset's value ---------------
     demonstrations: Layout | None = _setting(
@@ -259,7 +261,8 @@ class Context:
         if not isinstance(self.task, str):
             raise ValueError(f"task must be a string, got {self.task!r}")
         object.__setattr__(self, "task", normalize_task(self.task))
-        _check_choice("continuation", self.continuation, CONTINUATIONS)
+        if self.continuation is not None:
+            _check_choice("continuation", self.continuation, CONTINUATIONS)
         if self.demonstrations is not None:
             _check_choice("demonstrations", self.demonstrations, get_args(Layout))
         if self.duplicates is not None:
@@ -280,15 +283,18 @@ class Context:
         """
         return replace(base, **{name: getattr(self, name) for name in self.given})
 
-    def resolved(self, *, threshold: float, reader_yes_no: bool) -> Context:
+    def resolved(self, *, threshold: float, reader_yes_no: bool, continues: bool = False) -> Context:
         """Every empty field filled: from the preset, θ from ``threshold``, ``verify_yes_no`` from the reader.
 
+        ``continues``: the chat model continues a reply begun for it (a final assistant message), so
+        the tuned preset begins later rounds' replies with the verified path (``continuation="path"``).
         The graph's steps only ever see a resolved context.
         """
+        asked = {"verify_yes_no": reader_yes_no, "continuation": "path" if continues else "fresh"}
         filled: dict[str, Any] = {}
         for name, value in PRESET_VALUES[self.preset].items():
             if getattr(self, name) is None:
-                filled[name] = reader_yes_no if value is None else value
+                filled[name] = asked[name] if value is None else value
         if self.confidence_threshold is None:
             filled["confidence_threshold"] = threshold
         return replace(self, **filled)

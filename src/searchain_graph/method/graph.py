@@ -62,7 +62,7 @@ from searchain_graph.llms.extras import require
 from searchain_graph.llms.servers import is_transient
 from searchain_graph.method.calls import label_node_run
 from searchain_graph.method.context import DEFAULT_THRESHOLD, Context, required
-from searchain_graph.method.driver import StepDriver, check_llm, check_retriever
+from searchain_graph.method.driver import StepDriver, check_llm, check_retriever, innermost
 from searchain_graph.method.nodes import FRESH_RUN, SearChainSteps
 from searchain_graph.method.review import ask_for_review, check_review_resume
 from searchain_graph.method.state import InputState, OutputState, SearChainState
@@ -127,12 +127,24 @@ def resolve_threshold(reader: Reader, confidence_threshold: float | None = None)
     return DEFAULT_THRESHOLD, "paper default"
 
 
-def reader_settings(reader: Reader, context: Context | None = None, **fields: Any) -> tuple[Context, str]:
+def continues_begun_reply(llm: Any) -> bool:
+    """Whether the chat model (inside any wrapper) continues a final assistant message as its reply begun.
+
+    The local models do (``continues_final_message``); an OpenAI-compatible server answers it with a
+    new turn, so the tuned preset's later rounds start afresh there.
+    """
+    return bool(getattr(innermost(llm), "continues_final_message", False))
+
+
+def reader_settings(
+    reader: Reader, context: Context | None = None, *, continues: bool = False, **fields: Any
+) -> tuple[Context, str]:
     """``context`` (with ``fields`` changed) resolved for ``reader``, and where θ came from.
 
     Every field left empty is filled: the adaptations from the preset, θ as
     :func:`resolve_threshold` finds it, ``verify_yes_no`` from the reader's ``answers_yes_no``
-    under the tuned preset. ``create_searchain_graph``, the oracle-chain benchmark and the
+    under the tuned preset, ``continuation`` from ``continues`` (whether the chat model continues a
+    reply begun for it). ``create_searchain_graph``, the oracle-chain benchmark and the
     calibration all call this, so one node gets one verdict everywhere.
 
     Raises:
@@ -140,7 +152,8 @@ def reader_settings(reader: Reader, context: Context | None = None, **fields: An
     """
     context = replace(context or Context(), **fields)
     theta, source = resolve_threshold(reader, context.confidence_threshold)
-    return context.resolved(threshold=theta, reader_yes_no=reader_traits(reader).answers_yes_no), source
+    yes_no = reader_traits(reader).answers_yes_no
+    return context.resolved(threshold=theta, reader_yes_no=yes_no, continues=continues), source
 
 
 DEFAULT_RETRY_POLICY = RetryPolicy(
@@ -253,7 +266,8 @@ def create_searchain_graph(
             )
         llm = llm.model_copy(update={"cache": llm_cache})
     graph_context = replace(context or Context(), **settings)
-    defaults, source = reader_settings(reader, graph_context)
+    continues = continues_begun_reply(llm)
+    defaults, source = reader_settings(reader, graph_context, continues=continues)
     if is_duplicate is None and defaults.duplicates == "meaning":  # said now, not in round 2
         require(
             ("torch", "transformers"),
@@ -277,7 +291,11 @@ def create_searchain_graph(
         if ctx is not None and not isinstance(ctx, (dict, Context)):
             raise TypeError(f"context must be a Context, got {type(ctx).__name__}")
         given = ctx if isinstance(ctx, dict) else {n: getattr(ctx, n) for n in ctx.given} if ctx else {}
-        return Context(**{**configured, **given}).over(graph_context).resolved(threshold=theta, reader_yes_no=yes_no)
+        return (
+            Context(**{**configured, **given})
+            .over(graph_context)
+            .resolved(threshold=theta, reader_yes_no=yes_no, continues=continues)
+        )
 
     def feedback_or_tracing(
         state: SearChainState, runtime: Runtime[Context]
