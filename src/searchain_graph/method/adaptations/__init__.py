@@ -16,6 +16,8 @@ module                                 ``Context`` field             what it cha
 :mod:`.tracing_passages`               ``tracing``                   the tracing shown each step's passage
 :mod:`.options`                        ``option_answers``            "A or B?" answered with an option
 :mod:`.date_order`                     ``date_order``                "born first, A or B?" answered from the dates
+:mod:`.closing`                        ``close_early``,              no round after IR changed the last node, no
+                                       ``compose_supported``         tracing call where IR stands behind every step
 =====================================  ============================  =============================================
 
 ``verify_yes_no`` is the one more field the presets set: the paper verifies every answer; the
