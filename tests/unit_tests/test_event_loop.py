@@ -14,7 +14,7 @@ async def test_a_step_bodys_own_work_runs_off_the_event_loop() -> None:
     """A slow duplicate check (an encoder loading, say) never stalls the loop during ``ainvoke``."""
 
     def slow_matcher(query: str, processed: Sequence[str]) -> bool:
-        time.sleep(0.2)  # as a model loading on first use would
+        time.sleep(0.6)  # as a model loading on first use would
         return query.strip().lower() in {p.strip().lower() for p in processed}
 
     graph = create_searchain_graph(tree_llm(), retriever(), ScriptedReader(TREE_READS), is_duplicate=slow_matcher)
@@ -34,4 +34,4 @@ async def test_a_step_bodys_own_work_runs_off_the_event_loop() -> None:
     done.set()
     await beat
     assert out["rounds"] == 3 and out["answer"] == "Toronto Coach Terminal"
-    assert max(gaps) < 0.15, f"the loop stalled for {max(gaps):.3f} s"
+    assert max(gaps) < 0.5, f"the loop stalled for {max(gaps):.3f} s"  # on the loop, each check would stall it 0.6 s

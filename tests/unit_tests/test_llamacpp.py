@@ -225,9 +225,17 @@ async def test_a_cancelled_stream_stops_the_engine_at_the_next_token(gguf: Path)
     import asyncio
     import time
 
-    llm = TransformersChatModel.from_smollm2(max_new_tokens=400, stop_repeats=0).load()
+    llm = TransformersChatModel.from_smollm2(max_new_tokens=2000, stop_repeats=0).load()
     question = "Write a long story about a lighthouse keeper, with many details."
     decoder = llm.decoder
+
+    async def ended(calls: int) -> bool:
+        """Whether the engine ended the request soon (one token's time, not up to 2,000 tokens')."""
+        started = time.monotonic()
+        while decoder.stats.calls == calls and time.monotonic() - started < 3:
+            await asyncio.sleep(0.01)
+        return bool(decoder.stats.calls == calls + 1)
+
     calls = decoder.stats.calls
     stream = llm.astream(question)
     seen = 0
@@ -236,27 +244,16 @@ async def test_a_cancelled_stream_stops_the_engine_at_the_next_token(gguf: Path)
         if seen == 3:
             break
     await stream.aclose()
-    started = time.monotonic()
-    while decoder.stats.calls == calls and time.monotonic() - started < 10:  # the engine ends its request
-        await asyncio.sleep(0.01)
-    assert decoder.stats.calls == calls + 1
-    # The next call finds the slot free: as fast as the same call on an idle engine.
-    t0 = time.monotonic()
-    await llm.ainvoke("Say hi.", max_new_tokens=4)
-    after_cancel = time.monotonic() - t0
-    t0 = time.monotonic()
-    await llm.ainvoke("Say hi.", max_new_tokens=4)
-    idle = time.monotonic() - t0
-    assert after_cancel < idle + 1.0, (after_cancel, idle)
+    assert await ended(calls)
 
     async def consume() -> None:
         async for _ in llm.astream(question):
             pass
 
+    calls = decoder.stats.calls
     task = asyncio.create_task(consume())
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(0.5)  # inside the reply
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    t0 = time.monotonic()
-    await llm.ainvoke("Say hi.", max_new_tokens=4)
-    assert time.monotonic() - t0 < idle + 1.0
+    assert await ended(calls)
+    assert (await llm.ainvoke("Say hi.", max_new_tokens=4)).text  # the slot is free
