@@ -100,3 +100,16 @@ def test_options_of_a_local_model_are_set_when_it_is_built(tiny_llm_dir: Path) -
     assert (llm.max_batch_size, llm.cache) == (2, kept) and llm.decoder is None
     assert llm.invoke("hi").usage_metadata is not None
     assert load_chat_model(str(tiny_llm_dir)).cache is None  # no cache of its own unless given
+
+
+def test_loading_a_component_draws_no_progress_bar(tiny_llm_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A reader or encoder loaded mid-run must not draw transformers' "Loading weights" bar among the rounds."""
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    from searchain_graph.llms.hub import from_pretrained
+
+    hf_logging.enable_progress_bar()
+    from_pretrained(AutoModelForCausalLM.from_pretrained, str(tiny_llm_dir))
+    assert "Loading weights" not in capsys.readouterr().err
+    assert hf_logging.is_progress_bar_enabled()  # put back as it was

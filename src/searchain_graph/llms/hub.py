@@ -9,7 +9,8 @@ instead, rather than with a raw ``OSError`` from deep inside transformers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,6 +39,25 @@ def check_local(name_or_path: str | Path, *, what: str = "model") -> str:
     return str(Path(text).expanduser()) if looks_local(text) else text
 
 
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """Transformers' per-tensor "Loading weights" bars off while a component loads (the CLI's own lines say so).
+
+    A reader or encoder loaded mid-run (the duplicate check in round 2) would otherwise draw its bar
+    among the rounds' progress lines. The setting is put back as it was.
+    """
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    if shown:
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+
+
 def from_pretrained(loader: Callable[..., T], name_or_path: str | Path, *, what: str = "model", **kwargs: Any) -> T:
     """Call ``loader(name_or_path, **kwargs)`` (a ``from_pretrained``) with clear errors.
 
@@ -53,7 +73,8 @@ def from_pretrained(loader: Callable[..., T], name_or_path: str | Path, *, what:
     """
     source = check_local(name_or_path, what=what)
     try:
-        return loader(source, **kwargs)
+        with quiet_loading():
+            return loader(source, **kwargs)
     except OSError as exc:
         if looks_local(source):
             raise ModelNotFoundError(f"could not load {what} from {source}: {exc}") from exc
