@@ -127,11 +127,11 @@ def test_a_join_killed_part_way_leaves_nothing_the_next_run_keeps(parts: dict[in
     gguf.mkdir(parents=True)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    abandoned = gguf / f".tiny.gguf.{dead.pid}.partial"
+    abandoned = gguf / f".tiny.gguf.{dead.pid}-1.tmp"
     abandoned.write_bytes(b"GGUF" + bytes(5000))  # as a SIGKILL mid-join leaves it
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        in_progress = gguf / f".tiny.gguf.{alive.pid}.partial"
+        in_progress = gguf / f".tiny.gguf.{alive.pid}-1.tmp"
         in_progress.write_bytes(b"GGUF")
         joined = packaged_gguf(model, locate=parts.__getitem__)
         assert joined.read_bytes() == b"".join(PARTS)
@@ -165,9 +165,9 @@ def test_a_full_disk_names_the_folder_and_the_space_needed(
 
     def full_open(self: Path, mode: str = "r", *args: object, **kwargs: object) -> object:
         handle = real_open(self, mode, *args, **kwargs)  # type: ignore[call-overload]
-        return Full(handle) if "w" in mode and self.name.endswith(".partial") else handle
+        return Full(handle) if "w" in mode and self.name.endswith(".tmp") else handle
 
     monkeypatch.setattr(Path, "open", full_open)
     with pytest.raises(OSError, match=r"no space left in .*gguf to join Tiny-Model: it needs .* MiB are free there"):
         packaged_gguf(model_of(PARTS), locate=parts.__getitem__)
-    assert list((cache / "gguf").glob("*.partial")) == []
+    assert list((cache / "gguf").glob(".*.tmp")) == []

@@ -27,12 +27,12 @@ import errno
 import hashlib
 import importlib.util
 import json
-import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from searchain_graph._files import remove_stale_temporaries, written_aside
 from searchain_graph.llms.hub import ModelNotFoundError
 from searchain_graph.llms.weights import cache_root
 
@@ -137,66 +137,35 @@ def packaged_gguf(model: PackagedGGUF, *, locate: Callable[[int], Path | None] |
         return target
     paths = _parts(model, locate or model.part_path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    clear_abandoned(target)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    remove_stale_temporaries(target.parent)  # a join killed part way left its file: its process is gone
     digest, written = hashlib.sha256(), 0
-    try:
-        with partial.open("wb") as out:
-            for path in paths:
-                with path.open("rb") as part:
-                    while chunk := part.read(_CHUNK):
-                        digest.update(chunk)
-                        try:
-                            out.write(chunk)
-                        except OSError as exc:
-                            if exc.errno != errno.ENOSPC:
-                                raise
-                            free = shutil.disk_usage(target.parent).free + written
-                            raise OSError(
-                                errno.ENOSPC,
-                                f"no space left in {target.parent} to join {model.title}: it needs "
-                                f"{model.size / 2**20:,.0f} MiB and {free / 2**20:,.0f} MiB are free there. Free some "
-                                "space, or point SEARCHAIN_CACHE at a disk with room",
-                            ) from None
-                        written += len(chunk)
-        if written != model.size or digest.hexdigest() != model.sha256:
+    with written_aside(target) as partial, partial.open("wb") as out:
+        for path in paths:
+            with path.open("rb") as part:
+                while chunk := part.read(_CHUNK):
+                    digest.update(chunk)
+                    try:
+                        out.write(chunk)
+                    except OSError as exc:
+                        if exc.errno != errno.ENOSPC:
+                            raise
+                        free = shutil.disk_usage(target.parent).free + written
+                        raise OSError(
+                            errno.ENOSPC,
+                            f"no space left in {target.parent} to join {model.title}: it needs "
+                            f"{model.size / 2**20:,.0f} MiB and {free / 2**20:,.0f} MiB are free there. Free some "
+                            "space, or point SEARCHAIN_CACHE at a disk with room",
+                        ) from None
+                    written += len(chunk)
+        if written != model.size or digest.hexdigest() != model.sha256:  # refused: never renamed into place
             found = f"{written:,} bytes" if written != model.size else f"SHA-256 {digest.hexdigest()}"
             raise ModelNotFoundError(
                 f"the {model.parts} installed parts of {model.title} join into {found}, not the recorded "
                 f"{model.size:,} bytes with SHA-256 {model.sha256}: a part is truncated or corrupt. Reinstall "
                 f"them: {model.pip_command(range(1, model.parts + 1))} --force-reinstall"
             )
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
     stamp.write_text(json.dumps(_stamp(target, model)), encoding="utf-8")
     return target
-
-
-def clear_abandoned(target: Path) -> list[Path]:
-    """Remove the partial joins of ``target`` that processes no longer running left behind (killed mid-join).
-
-    A partial file is named after its writer's process id; one whose process still runs is another
-    join in progress, and is left alone. Returns the files removed.
-    """
-    removed = []
-    for partial in target.parent.glob(f".{target.name}.*.partial"):
-        pid = partial.name[len(target.name) + 2 : -len(".partial")]
-        if pid.isdigit() and int(pid) != os.getpid() and _running(int(pid)):
-            continue
-        partial.unlink(missing_ok=True)
-        removed.append(partial)
-    return removed
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: it runs
-        return True
-    return True
 
 
 def _parts(model: PackagedGGUF, locate: Callable[[int], Path | None]) -> list[Path]:
