@@ -251,7 +251,7 @@ def test_shim_is_idempotent_and_leaves_langchain_alone() -> None:
 def test_an_index_build_loads_every_extension(built: ColBERTRetriever) -> None:
     import importlib
 
-    classes = [getattr(importlib.import_module(m), c) for m, c in _ragatouille_compat.EXTENSION_LOADERS]
+    classes = [getattr(importlib.import_module(m), c) for m, c, _ in _ragatouille_compat.EXTENSION_LOADERS]
     assert all(hasattr(cls, "loaded_extensions") for cls in classes)
     assert _ragatouille_compat.compile_extensions() == 0  # a later call only finds them loaded
     with pytest.raises(ValueError, match="workers must be at least 1, got 0"):
@@ -259,7 +259,7 @@ def test_an_index_build_loads_every_extension(built: ColBERTRetriever) -> None:
 
 
 @needs_colbert
-def test_extensions_compile_side_by_side(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_extensions_compile_side_by_side(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The loaders run in worker threads at once; colbert-ai would run them one after another."""
     import threading
     import time
@@ -286,7 +286,10 @@ def test_extensions_compile_side_by_side(monkeypatch: pytest.MonkeyPatch) -> Non
         setattr(fake, name, loader(name))
     fake.C.loaded_extensions = True  # already loaded: skipped
     monkeypatch.setitem(sys.modules, fake.__name__, fake)
-    monkeypatch.setattr(_ragatouille_compat, "EXTENSION_LOADERS", tuple((fake.__name__, n) for n in ("A", "B", "C")))
+    monkeypatch.setattr(
+        _ragatouille_compat, "EXTENSION_LOADERS", tuple((fake.__name__, n, (f"{n.lower()}_cpp",)) for n in "ABC")
+    )
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert _ragatouille_compat.compile_extensions(workers=2) == 2
     assert len(started) == 2 and all(t.startswith("colbert-compile") for t in started)

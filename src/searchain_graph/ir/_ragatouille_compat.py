@@ -62,6 +62,12 @@ colbert-ai compiles them one after another, as each class first needs its own (f
 compiles of about a minute each on 2 cores); :func:`compile_extensions` compiles them side by side,
 one per core, before the first model is built (about half the wait on 2 cores; figures in
 ``docs/benchmarks.md``). Once compiled, it only loads them.
+
+A compile that is killed leaves torch's ``lock`` file in the extension's build folder, and torch
+then waits for it forever. :func:`compile_extensions` holds an OS lock (released by the kernel
+when its process dies) beside each build it runs, so it can tell such a lock from a live compile:
+a lock left by one of its own compiles is removed at once, one left by another program once it is
+:data:`STALE_BUILD_LOCK_S` old. Either way a warning names the file.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ import logging
 import os
 import sys
 import threading
+import time
 import types
 import warnings
 from collections.abc import Callable, Iterator
@@ -266,12 +273,78 @@ def import_ragatouille() -> Any:
 # colbert-ai's classes whose ``try_load_torch_extensions(use_gpu=False)`` compiles (or loads) its CPU
 # extensions: IndexScorer two (filter_pids_cpp, decompress_residuals_cpp), the others one each
 # (segmented_maxsim_cpp, segmented_lookup_cpp). IndexScorer comes first: it is the longest.
-EXTENSION_LOADERS: tuple[tuple[str, str], ...] = (
-    ("colbert.search.index_storage", "IndexScorer"),
-    ("colbert.modeling.colbert", "ColBERT"),
-    ("colbert.search.strided_tensor", "StridedTensor"),
+EXTENSION_LOADERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("colbert.search.index_storage", "IndexScorer", ("filter_pids_cpp", "decompress_residuals_cpp")),
+    ("colbert.modeling.colbert", "ColBERT", ("segmented_maxsim_cpp",)),
+    ("colbert.search.strided_tensor", "StridedTensor", ("segmented_lookup_cpp",)),
 )
-"""(module, class) of each colbert-ai class that compiles C++ extensions for the CPU."""
+"""(module, class, extension names) of each colbert-ai class that compiles C++ extensions for the CPU."""
+
+STALE_BUILD_LOCK_S = 300.0
+"""Age after which a build lock that none of this package's compiles left is taken as stale."""
+
+_HOLDER_FILE = "searchain-build.lock"
+
+
+def _build_directory(name: str) -> str:
+    from torch.utils import cpp_extension
+
+    directory: str = cpp_extension._get_build_directory(name, verbose=False)
+    return directory
+
+
+@contextlib.contextmanager
+def _build_claimed(names: tuple[str, ...], stale_after_s: float = STALE_BUILD_LOCK_S) -> Iterator[None]:
+    """Hold each extension's build folder against this package's other processes, minus stale locks.
+
+    The OS lock on ``searchain-build.lock`` is released by the kernel when the holder dies, so
+    once it is ours no compile of this package runs there. A holder writes its pid into the file
+    when it claims the folder and empties it when it lets go: a file still holding a pid means its
+    holder was killed, and torch's ``lock`` file, if it is as new as that claim, is the killed
+    compile's. Any other lock came from another program and is waited on until it is
+    ``stale_after_s`` old.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: torch's own lock only
+        yield
+        return
+    with contextlib.ExitStack() as stack:
+        for name in names:
+            directory = _build_directory(name)
+            holder = stack.enter_context(open(os.path.join(directory, _HOLDER_FILE), "a+b"))  # noqa: SIM115
+            fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
+            stack.callback(fcntl.flock, holder.fileno(), fcntl.LOCK_UN)
+            holder.seek(0)
+            died_at = os.fstat(holder.fileno()).st_mtime if holder.read().strip() else None
+            _clear_stale_lock(os.path.join(directory, "lock"), died_at, stale_after_s)
+            _write_claim(holder, f"{os.getpid()}\n")
+            stack.callback(_write_claim, holder, "")  # a clean release leaves the file empty
+        yield
+
+
+def _write_claim(holder: Any, text: str) -> None:
+    holder.truncate(0)
+    holder.write(text.encode())
+    holder.flush()
+    os.utime(holder.fileno())
+
+
+def _clear_stale_lock(lock: str, died_at: float | None, stale_after_s: float) -> None:
+    """Remove torch's build ``lock`` if a killed holder that claimed at ``died_at`` left it, or once it is stale."""
+    while True:
+        try:
+            created = os.stat(lock).st_mtime
+        except FileNotFoundError:
+            return
+        ours = died_at is not None and created >= died_at
+        if ours or time.time() - created >= stale_after_s:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(lock)
+            whose = "a killed compile" if ours else f"a compile that has not moved in {stale_after_s:.0f} s"
+            logger.warning("removed the build lock %s left by %s", lock, whose)
+            return
+        time.sleep(1.0)
 
 
 def compile_extensions(workers: int | None = None) -> int:
@@ -301,15 +374,20 @@ def compile_extensions(workers: int | None = None) -> int:
     if torch.cuda.is_available():
         return 0
     with LOCK:
-        classes = [getattr(importlib.import_module(module), name) for module, name in EXTENSION_LOADERS]
-        pending = [cls for cls in classes if not hasattr(cls, "loaded_extensions")]
+        loaders = [(getattr(importlib.import_module(module), name), names) for module, name, names in EXTENSION_LOADERS]
+        pending = [(cls, names) for cls, names in loaders if not hasattr(cls, "loaded_extensions")]
         if not pending:
             return 0
         count = workers or min(len(pending), os.cpu_count() or 1)
         with _captured_stdout(), ThreadPoolExecutor(max_workers=count, thread_name_prefix="colbert-compile") as pool:
-            for future in [pool.submit(cls.try_load_torch_extensions, False) for cls in pending]:
+            for future in [pool.submit(_load_extensions, cls, names) for cls, names in pending]:
                 future.result()
         return len(pending)
+
+
+def _load_extensions(cls: Any, names: tuple[str, ...]) -> None:
+    with _build_claimed(names):
+        cls.try_load_torch_extensions(False)
 
 
 def _run_stack() -> list[Any]:
