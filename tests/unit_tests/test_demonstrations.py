@@ -13,14 +13,20 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from searchain_graph import BM25Retriever, Context, ReaderOutput, create_searchain_graph
 from searchain_graph.baselines import create_searchain_no_ir_graph
 from searchain_graph.evaluation.harness import read_records, run_evaluation
 from searchain_graph.evaluation.methods import METHODS
 from searchain_graph.method.adaptations.chain_repair import copied_names
-from searchain_graph.method.adaptations.turns import coq_turns, demonstrations, no_ir_turns, tracing_turns
+from searchain_graph.method.adaptations.turns import (
+    coq_turns,
+    demonstrations,
+    no_ir_turns,
+    tracing_turns,
+    without_question,
+)
 from searchain_graph.method.prompts import (
     COQ_DEMONSTRATION_NAMES,
     COQ_PROMPT_NO_IR,
@@ -66,8 +72,56 @@ def test_tracing_turns_put_the_worked_example_in_an_assistant_turn() -> None:
     assert "Toronto" not in turns[2][1] and turns[2][1].endswith("[Answer 1]: a")
 
 
+@pytest.mark.parametrize("task", sorted(COQ_PROMPTS))
+def test_the_system_layout_says_the_instruction_once_and_keeps_the_exchanges(task: str) -> None:
+    turns, system = coq_turns(task, ASKED, "turns"), coq_turns(task, ASKED, "system")
+    assert system[0][0] == "system" and "{question}" not in system[0][1] and '""' not in system[0][1]
+    assert [r for r, _ in system[1:]] == [r for r, _ in turns]
+    # The same assistant turns; each user turn is only its question line.
+    assert [t for r, t in system if r == "assistant"] == [t for r, t in turns if r == "assistant"]
+    for (_, bare), (_, full) in zip(system[1::2], turns[0::2], strict=True):
+        assert bare.startswith("[Question]: ") and bare in full
+    assert system[-1] == ("user", f'[Question]: "{ASKED}"')
+    words = sum(len(t.split()) for _, t in system)
+    assert words < sum(len(t.split()) for _, t in turns) - 80
+    assert no_ir_turns(ASKED, "system")[0][0] == "system"
+    trace = tracing_turns(ASKED, "[Query 1]: q\n[Answer 1]: a", "system")
+    assert [r for r, _ in trace] == ["system", "user", "assistant", "user"]
+    assert trace[-1][1] == f'[Question]: "{ASKED}"\n[Query 1]: q\n[Answer 1]: a'
+
+
+@pytest.mark.parametrize(
+    ("instruction", "said"),
+    [
+        ('for this complex [Question] : "{question}" You should ask.', "for this complex [Question]. You should ask."),
+        (
+            'this complex question [Question]:"{question}" and answer it.',
+            "this complex question [Question] and answer it.",
+        ),
+    ],
+)
+def test_the_question_is_dropped_from_a_system_instruction(instruction: str, said: str) -> None:
+    assert without_question(instruction) == said
+
+
+def test_the_graph_sends_the_system_layout_as_a_system_message() -> None:
+    llm = _recorder()
+    create_searchain_graph(llm, retriever(), ScriptedReader(TREE_READS), demonstrations="system").invoke(
+        {"question": QUESTION}
+    )
+    assert [type(m) for m in llm.calls[0]] == [
+        SystemMessage,
+        HumanMessage,
+        AIMessage,
+        HumanMessage,
+        AIMessage,
+        HumanMessage,
+    ]
+    assert llm.calls[0][-1].text == f'[Question]: "{QUESTION}"'
+
+
 def test_a_layout_that_does_not_exist_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="demonstrations must be one of instruction, turns, got 'chat'"):
+    with pytest.raises(ValueError, match="demonstrations must be one of instruction, turns, system, got 'chat'"):
         coq_turns("multihop", ASKED, "chat")
     with pytest.raises(ValueError, match="demonstrations must be one of"):
         Context(demonstrations="chat")  # type: ignore[arg-type]

@@ -137,7 +137,7 @@ def create_searchain_no_ir_graph(
         task: The task family; selects the answer normalisation (Figure 8 is one prompt for all,
             with the ``yesno``/``fact`` question suffix of Figures 9-10).
         demonstrations: Where the prompt's worked examples go, as for SearChain:
-            ``"instruction"`` (the paper's layout) or ``"turns"`` (earlier turns of the chat).
+            ``"instruction"`` (the paper's layout), ``"turns"`` (earlier turns of the chat) or ``"system"``.
         max_question_chars: Longer questions raise :class:`InvalidQuestionError`.
         retry_policy: Retry policy for the node that calls the LLM.
         checkpointer: Passed to ``compile``; the state is msgpack-serialisable.

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langsmith import get_current_run_tree
 
@@ -80,7 +80,8 @@ def doc_dict(doc: Document, notes: list[str] | None = None) -> DocumentDict:
 
 def to_messages(messages: Sequence[dict[str, str]]) -> list[BaseMessage]:
     """``{"role", "content"}`` dicts (as kept in state) to LangChain messages."""
-    return [AIMessage(m["content"]) if m["role"] == "assistant" else HumanMessage(m["content"]) for m in messages]
+    kinds: dict[str, type[BaseMessage]] = {"assistant": AIMessage, "system": SystemMessage}
+    return [kinds.get(m["role"], HumanMessage)(m["content"]) for m in messages]
 
 
 def message_text(message: BaseMessage) -> str:

@@ -33,7 +33,7 @@ TASKS: tuple[str, ...] = get_args(Task)
 Preset = Literal["tuned", "paper"]
 PRESETS: tuple[str, ...] = get_args(Preset)
 
-Layout = Literal["instruction", "turns"]
+Layout = Literal["instruction", "turns", "system"]
 """Where the prompts' worked examples go (:mod:`searchain_graph.method.adaptations.turns`)."""
 DuplicateRule = Literal["text", "meaning"]
 TracingInput = Literal["pairs", "passages", "confirmed", "reader", "reader_confirmed"]
@@ -169,8 +169,9 @@ class Context:
     # -- the adaptations (searchain_graph.method.adaptations); empty: the preset's value ---------------
     demonstrations: Layout | None = _setting(
         None,
-        "Where the prompts' worked examples go: 'instruction' (the paper's: inside the one user message) or "
-        "'turns' (the same words as earlier turns of the chat, which a small model copies less).",
+        "Where the prompts' worked examples go: 'instruction' (the paper's: inside the one user message), "
+        "'turns' (the same words as earlier turns of the chat, which a small model copies less) or 'system' "
+        "(those turns with the instruction said once, as the system message: about 100 words fewer a question).",
     )
     duplicates: DuplicateRule | None = _setting(
         None,

@@ -5,8 +5,10 @@ user message, after ``For example:``. A small model (Qwen2.5-Coder-1.5B) then co
 demonstration's answer into unrelated questions. The ``"turns"`` layout keeps the paper's words but
 makes each demonstration a finished exchange: a user turn (the instruction, asking the
 demonstration's question) and an assistant turn (its chain), before the instruction for the
-question itself. Every function returns chat turns, ``(role, text)`` pairs; the paper's layout is
-one user turn, byte-identical to the paper's prompt.
+question itself. The ``"system"`` layout says the instruction once, as the system message, and asks
+each question (the demonstrations' and then the real one) as a bare ``[Question]`` turn: the same
+exchanges with about 100 words fewer a question. Every function returns chat turns,
+``(role, text)`` pairs; the paper's layout is one user turn, byte-identical to the paper's prompt.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
     "no_ir_turns",
     "tracing_turns",
     "turn_dicts",
+    "without_question",
 ]
 
 DEMONSTRATION_LAYOUTS: tuple[str, ...] = get_args(Layout)
@@ -45,10 +48,12 @@ DEMONSTRATION_LAYOUTS: tuple[str, ...] = get_args(Layout)
   instruction, for the demonstration's question) and an assistant turn (its chain); then the
   instruction for the question itself. A small model that copies a demonstration's answer into an
   unrelated question is less likely to when the demonstration is a finished exchange.
+* ``"system"``: the exchanges of ``"turns"``, with the instruction said once, as the system message
+  (its ``"{question}"`` dropped), and each user turn only the ``[Question]`` line.
 """
 
 Turn = tuple[str, str]
-"""One chat turn: ``("user" | "assistant", text)``."""
+"""One chat turn: ``("system" | "user" | "assistant", text)``."""
 
 
 def turn_dicts(turns: list[Turn]) -> list[dict[str, str]]:
@@ -72,10 +77,26 @@ def demonstrations(examples: str) -> list[tuple[str, str]]:
     return out
 
 
-def _as_turns(instruction: str, examples: str, question: str) -> list[Turn]:
-    """The ``"turns"`` layout of ``instruction`` + ``examples`` + the question cue."""
+def without_question(instruction: str) -> str:
+    """``instruction`` with its quoted ``"{question}"`` dropped, for the ``"system"`` layout.
+
+    ``... complex [Question] : "{question}" You should ...`` becomes ``... complex [Question]. You
+    should ...``; ``... [Question]:"{question}" and answer ...`` becomes ``... [Question] and answer ...``.
+    """
+    return re.sub(
+        r'\s*:\s*"\{question\}"\s*(?=(\S))', lambda m: ". " if m.group(1).isupper() else " ", instruction
+    ).strip()
+
+
+def _as_turns(instruction: str, examples: str, question: str, layout: str = "turns") -> list[Turn]:
+    """The ``"turns"`` or ``"system"`` layout of ``instruction`` + ``examples`` + the question cue."""
     ask = instruction.removesuffix("For example:\n")
-    turns: list[Turn] = []
+    if layout == "system":
+        turns: list[Turn] = [("system", without_question(ask))]
+        for demo_question, chain in demonstrations(examples):
+            turns += [("user", QUESTION_CUE.format(question=demo_question).strip()), ("assistant", chain)]
+        return [*turns, ("user", QUESTION_CUE.format(question=question).strip())]
+    turns = []
     for demo_question, chain in demonstrations(examples):
         turns.append(("user", ask.format(question=demo_question) + QUESTION_CUE.format(question=demo_question)))
         turns.append(("assistant", chain))
@@ -104,14 +125,14 @@ def coq_turns(task: str, question: str, layout: str = "instruction") -> list[Tur
     """
     if check_layout(layout) == "instruction":
         return [("user", COQ_PROMPTS[task].format(question=question))]
-    return _as_turns(*COQ_PARTS[task], question)
+    return _as_turns(*COQ_PARTS[task], question, layout)
 
 
 def no_ir_turns(question: str, layout: str = "instruction") -> list[Turn]:
     """Figure 8's prompt (SearChain w/o IR) for ``question``, as chat turns in ``layout``."""
     if check_layout(layout) == "instruction":
         return [("user", COQ_PROMPT_NO_IR.format(question=question))]
-    return _as_turns(*NO_IR_PARTS, question)
+    return _as_turns(*NO_IR_PARTS, question, layout)
 
 
 def tracing_turns(
@@ -131,6 +152,13 @@ def tracing_turns(
         return [("user", f'{instruction}\nFor example:\n{example}\n[Question]: "{question}"\n{pairs}')]
     ((demo_question, chain),) = demonstrations(example)
     demo_pairs, _, final = chain.partition("[Final Content]")
+    if layout == "system":
+        return [
+            ("system", instruction),
+            ("user", QUESTION_CUE.format(question=demo_question).lstrip() + demo_pairs.strip()),
+            ("assistant", "[Final Content]" + final),
+            ("user", QUESTION_CUE.format(question=question).lstrip() + pairs),
+        ]
     return [
         ("user", instruction + QUESTION_CUE.format(question=demo_question) + demo_pairs.strip()),
         ("assistant", "[Final Content]" + final),
