@@ -6,16 +6,12 @@ Run:  python examples/quickstart.py            (Qwen2.5-Coder-1.5B, offline)
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from searchain_graph import BM25Retriever, BundledReader, Context, create_searchain_graph, load_chat_model
-
-DATA = Path(__file__).parent / "data"
+from searchain_graph import BM25Retriever, BundledReader, Context, create_searchain_graph, demo_corpus, load_chat_model
 
 
 def main() -> None:
     llm = load_chat_model()  # ChatOpenAI when OPENAI_API_KEY is set, else Qwen2.5-Coder-1.5B
-    retriever = BM25Retriever.from_files([DATA / "searchain_demo.jsonl", DATA / "hotpotqa_dev200_paragraphs.jsonl"])
+    retriever = BM25Retriever.from_files(demo_corpus())  # the passages shipped in the package
     # The reader shipped in the package (offline); θ is its calibrated one unless you pass confidence_threshold.
     graph = create_searchain_graph(llm, retriever, BundledReader(), max_rounds=5)
 

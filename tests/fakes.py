@@ -271,14 +271,16 @@ def tree_llm() -> RuleChatModel:
 _SHOULD_BE = re.compile(r"the answer for .+? should be (.+?), you can give your answer")
 
 
-def serve_llm() -> RuleChatModel:
+def serve_llm(second: str = CHAIN_UNSOLVED) -> RuleChatModel:
     """A rule-based LLM for the real stack (BM25 over the demo corpus, the bundled reader).
 
     Round 1 writes :data:`CHAIN_WRONG`: the bundled reader corrects node 2 (Montreal → Toronto,
-    f ≈ 6.2 > θ 4.36 with the weights at step 8,112). Round 2 restarts from Toronto and leaves the last hop unsolved: IR
-    completes it with whatever the reader finds. Round 3 takes that answer, and all its queries
-    are duplicates. Tracing cites the path. ``searchain serve --model
+    f ≈ 6.2 > θ 4.36 with the weights at step 8,112). Round 2 (``second``) restarts from Toronto
+    and leaves the last hop unsolved: IR completes it with whatever the reader finds. Round 3 takes
+    that answer, and all its queries are duplicates. Tracing cites the path. ``searchain serve --model
     import:tests.fakes:serve_llm`` loads it (with the repository's root on ``PYTHONPATH``).
+    Under the shipped preset, whose ``close_early`` ends the run when IR completes the chain's last
+    node, this takes two rounds; :func:`three_round_llm` takes three.
     """
 
     def respond(messages: Sequence[BaseMessage]) -> str:
@@ -290,10 +292,27 @@ def serve_llm() -> RuleChatModel:
         if completed:
             return CHAIN_FIXED.replace("Toronto Coach Terminal", completed.group(1).rstrip("."))
         if "should be Toronto" in last:
-            return CHAIN_UNSOLVED
+            return second
         return CHAIN_WRONG
 
     return RuleChatModel(respond=respond)
+
+
+CHAIN_UNSOLVED_MIDDLE = """[Query 1]: Where was Kevin Drew born?
+[Answer 1]: Toronto.
+[Unsolved Query]: Where do greyhound buses in Toronto leave from?
+[Query 3]: Which city is that bus terminal in?
+[Answer 3]: Toronto.
+[Final Content]: Kevin Drew was born in Toronto [1]."""
+
+
+def three_round_llm() -> RuleChatModel:
+    """:func:`serve_llm` whose round-2 chain leaves a middle hop unsolved, so that every preset takes three rounds.
+
+    IR's completion of a node that is not the chain's last starts round 3 under ``close_early`` too.
+    ``--model import:tests.fakes:three_round_llm`` (or ``SEARCHAIN_MODEL``) loads it.
+    """
+    return serve_llm(CHAIN_UNSOLVED_MIDDLE)
 
 
 def _paced(seconds: float) -> RuleChatModel:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from searchain_graph.ir.bm25.retriever import BM25Retriever
     from searchain_graph.ir.colbert import ColBERTRetriever
     from searchain_graph.ir.corpus import CorpusFormatError, PassageStore, iter_corpus, load_corpus
+    from searchain_graph.ir.demo import demo_corpus
     from searchain_graph.ir.index import build_index, load_index
     from searchain_graph.ir.index_dir import IndexSummary
     from searchain_graph.ir.readers.base import Passage, Reader, ReaderOutput
@@ -71,6 +72,7 @@ _EXPORTS: dict[str, str] = {
     "TransformersChatModel": "searchain_graph.llms.chat_model",
     "build_index": "searchain_graph.ir.index",
     "create_searchain_graph": "searchain_graph.method.graph",
+    "demo_corpus": "searchain_graph.ir.demo",
     "extract_final_answer": "searchain_graph.method.parsing",
     "iter_corpus": "searchain_graph.ir.corpus",
     "load_chat_model": "searchain_graph.llms.loading",
@@ -125,6 +127,7 @@ __all__ = [
     "TransformersChatModel",
     "build_index",
     "create_searchain_graph",
+    "demo_corpus",
     "extract_final_answer",
     "iter_corpus",
     "load_chat_model",

@@ -34,6 +34,14 @@ def test_ask_with_a_model_that_ignores_the_format(tiny_llm_dir: Path, capsys: py
     assert "round 1: CoQ with" in captured.err
 
 
+def test_ask_without_a_corpus_searches_the_demo_corpus(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["ask", QUESTION, "--model", "import:tests.fakes:three_round_llm", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "no --corpus or --index: searching the demo corpus (2007 passages)" in captured.err
+    assert json.loads(captured.out)["rounds"] == 3
+
+
 def test_ask_prints_answer_steps_and_passages(tiny_llm_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["ask", QUESTION, "--corpus", DEMO, "--model", str(tiny_llm_dir), "--max-new-tokens", "8", "--quiet"])
     captured = capsys.readouterr()
@@ -238,9 +246,8 @@ def test_load_stack_passes_the_options_when_the_model_is_built(tiny_llm_dir: Pat
     assert stack.decoder is None and llm.decoder is None  # torch: transformers, no decoder of its own
     assert stack.model_name == tiny_llm_dir.name and stack.source.startswith("BM25 over ")
     assert len(said) == 3 and said[2].startswith("loaded the bundled reader in ")
-    args.corpus = None
-    with pytest.raises(ValueError, match="pass --index DIR or --corpus FILE"):
-        load_stack(args)
+    args.corpus = None  # no corpus and no index: the demo corpus
+    assert load_stack(args).source.startswith("BM25 over the demo corpus's 2007 passages")
 
 
 def spy_context(kwargs: dict[str, Any]) -> Any:

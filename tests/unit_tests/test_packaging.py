@@ -24,3 +24,13 @@ def test_the_wheel_declares_and_ships_both_licences(tmp_path: Path) -> None:
     assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in licence_texts["Apache-2.0.txt"]
     assert "Attribution-ShareAlike 4.0 International Public License" in licence_texts["CC-BY-SA-4.0.txt"]
     assert "END OF TERMS AND CONDITIONS" in licence_texts["LICENSE"] and "CC BY-SA 4.0" in licence_texts["LICENSE"]
+
+
+def test_the_wheel_ships_the_demo_corpus(tmp_path: Path) -> None:
+    builders = pytest.importorskip("hatchling.builders.wheel")
+    wheel = next(iter(builders.WheelBuilder(str(ROOT)).build(directory=str(tmp_path), versions=["standard"])))
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(tmp_path / "site")
+    shipped = tmp_path / "site" / "searchain_graph" / "ir" / "demo_data"
+    for name in ("searchain_demo.jsonl", "hotpotqa_dev200_paragraphs.jsonl", "README.md"):
+        assert (shipped / name).read_bytes() == (ROOT / "examples" / "data" / name).read_bytes()

@@ -150,13 +150,13 @@ def _add_rerank(parser: argparse.ArgumentParser) -> None:
 
 def _add_stack(parser: argparse.ArgumentParser) -> None:
     """The options of ``ask`` and ``serve``: the corpus or index, the LLM, the reader, the task."""
-    source = parser.add_mutually_exclusive_group(required=True)
+    source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--corpus",
         action="append",
         metavar="FILE",
         help="corpus file (JSONL, DPR TSV, or a QA dataset file's paragraphs), indexed with BM25 in memory; "
-        "repeat for several files",
+        "repeat for several files (default, without --index: the demo corpus shipped in the package)",
     )
     source.add_argument(
         "--index", metavar="DIR|URL", help="an index directory built by `searchain index`, or a served index's URL"

@@ -92,11 +92,9 @@ def load_stack(
         say: Where the progress of loading goes (how long each part took).
         max_batch_size: Local models: calls decoded together.
         llm_cache: LangChain's LLM cache (a ``BaseCache``) for the chat model; ``None``: none.
-        documents: Passages to index with BM25 when neither ``--index`` nor ``--corpus`` is given.
+        documents: Passages to index with BM25 when neither ``--index`` nor ``--corpus`` is given
+            (``None``: the demo corpus, :func:`~searchain_graph.ir.demo.demo_corpus`).
         load_reader_now: Load a reader with weights now rather than at its first reading.
-
-    Raises:
-        ValueError: no ``--index``, no ``--corpus`` and no ``documents``.
     """
     from searchain_graph._text import redacted_url
     from searchain_graph.ir.bm25.retriever import BM25Retriever
@@ -122,7 +120,11 @@ def load_stack(
         say(f"indexed {len(bm25)} passages in {time.perf_counter() - started:.1f} s")
         retriever, source = bm25, f"BM25 over {len(bm25)} passages"
     else:
-        raise ValueError("no passages to search: pass --index DIR or --corpus FILE")
+        from searchain_graph.ir.demo import demo_corpus
+
+        bm25 = BM25Retriever.from_files(demo_corpus(), k=1)
+        say(f"no --corpus or --index: searching the demo corpus ({len(bm25)} passages)")
+        retriever, source = bm25, f"BM25 over the demo corpus's {len(bm25)} passages"
     t0 = time.perf_counter()
     llm = load_chat_model(
         args.model,
