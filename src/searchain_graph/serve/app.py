@@ -62,6 +62,7 @@ from searchain_graph.serve.http import (
     shown,
 )
 from searchain_graph.serve.page import app_page
+from searchain_graph.serve.postgres import fence_checkpoints
 from searchain_graph.serve.runs import RunManager
 from searchain_graph.serve.store import RunStore
 from searchain_graph.viz import render_tree
@@ -213,12 +214,19 @@ def create_app(
         try:
             if db is not None:
                 saver, close_saver = await open_checkpointer(db, max_size=max_concurrent + 4)
+                if runs.store.shared:  # a replica that lost a thread's claim writes none of its checkpoints
+                    fence_checkpoints(saver, runs.store.holds)
                 runs.graph = graph.copy(update={"checkpointer": saver})
-                recovered = await runs.restore()
-                if recovered:
-                    logger.warning("%d run(s) in flight when a server last stopped: resumed or failed", len(recovered))
-                if runs.store.shared:  # replicas: take over the runs of one that dies
+                if runs.store.shared:
+                    # Replicas: the runs in flight that no live process holds, at once and every few
+                    # seconds, in the background (each taken after the claim's grace).
                     adopting = asyncio.create_task(runs.adopt_every(adopt_every_s), name="searchain adopt")
+                else:
+                    recovered = await runs.restore()
+                    if recovered:
+                        logger.warning(
+                            "%d run(s) in flight when the server last stopped: resumed or failed", len(recovered)
+                        )
         except BaseException:
             # A start that fails leaves nothing open: the checkpointer's connection thread (not a
             # daemon) would keep the process alive, no longer listening, after uvicorn gives up.

@@ -7,10 +7,25 @@ can list a run, follow its events and resume it.
 
 **Thread claims.** A replica runs a thread only while it holds a session-level advisory lock on it
 (``pg_try_advisory_lock`` on a hash of the thread id), taken on a connection that the process keeps
-for its claims alone. PostgreSQL releases those locks when the connection ends, so a replica that is
-killed gives up its claims at once, and another replica (or the same one restarted) can adopt its
-runs from their last checkpoint; a replica that is alive keeps them, and no other can run the same
-thread meanwhile.
+for its claims alone. PostgreSQL releases those locks when that connection ends: when the replica is
+killed, but also when only the connection is cut (``pg_terminate_backend``, an idle-session
+timeout, a proxy, a restart or failover of the server). So a claim is a lease that the replica
+must keep proving:
+
+* while it holds claims, it sends ``SELECT 1`` on the claims connection every
+  :data:`CLAIM_CHECK_S` seconds; each answer proves the session, and with it every lock taken on
+  it, alive when it was sent. A claim counts as held (:meth:`PostgresRunStore.holds`) only until
+  :data:`CLAIM_VALID_S` after the last answered check was sent, and not at all once a check fails
+  (the claims are given up and the connection opened again);
+* each LLM call of a run is preceded by such a check of its own
+  (:meth:`PostgresRunStore.confirm`), each write of the run's events and checkpoints by
+  :meth:`~PostgresRunStore.holds`, and a run whose claim is no longer held is stopped
+  (:class:`~searchain_graph.serve.store.ClaimLostError`) and left stored in flight;
+* a replica that takes a claim on a thread that another process may have been running (adopting
+  a run, resuming one paused for review) waits :data:`CLAIM_GRACE_S` (longer than
+  :data:`CLAIM_VALID_S`) before it reads the thread's checkpoint and runs it. The lock becomes free
+  only after the old session ended, after the old holder's last answered check was sent; the old
+  holder stops within :data:`CLAIM_VALID_S` of sending it. So the two never run the thread at once.
 
 **Followers are told, not polling.** Every write of a run's row or event carries a
 ``NOTIFY searchain_runs, '<run id>'`` in the same statement (sent when it commits); each process
@@ -26,15 +41,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
-from searchain_graph.serve.store import SqlRunStore, Statement, StoreOpenError, StoreWriteError, Watch, shown_url
+from searchain_graph.serve.store import (
+    ClaimLostError,
+    SqlRunStore,
+    Statement,
+    StoreOpenError,
+    StoreWriteError,
+    Watch,
+    shown_url,
+)
 
-__all__ = ["PG_SCHEMA", "PostgresRunStore", "open_postgres_checkpointer"]
+__all__ = ["PG_SCHEMA", "PostgresRunStore", "fence_checkpoints", "open_postgres_checkpointer"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +88,24 @@ CHANNEL = "searchain_runs"
 """The ``NOTIFY`` channel on which a write names the run it changed."""
 LISTEN_RETRY_S = 1.0
 """How long the listener waits before connecting again after losing its connection."""
+CLAIM_CHECK_S = 0.5
+"""How often a replica that holds claims checks its claims connection (``SELECT 1``)."""
+CLAIM_VALID_S = 2.5
+"""How long after sending its last answered check a replica counts its claims as held."""
+CLAIM_GRACE_S = 4.0
+"""How long a replica waits after claiming a thread that another may have run, before running it
+(:data:`CLAIM_VALID_S` and a margin for scheduling and the network)."""
+CLAIMS_TCP_TIMEOUT_MS = 10_000
+"""``tcp_user_timeout`` of the claims connection: a server that stops answering (a network
+partition) ends it after this long, rather than the system's quarter of an hour."""
+RECONNECT_S = 3.0
+"""How long a statement of the store keeps connecting again when its connection is lost (a restart
+of the server takes about a second): then it fails."""
+RECONNECT_PAUSE_S = 0.2
+"""The pause between two attempts to connect again."""
+LOST_CONNECTION_STATES = ("57P01", "57P02", "57P03", "57P05")
+"""SQLSTATEs of a session the server ended (an administrator, a crash or a shutdown, a server
+starting, an idle-session timeout); class ``08`` (connection exceptions) counts too."""
 
 
 HEALTH_WAIT_S = 1.0
@@ -77,6 +119,18 @@ def _reason(exc: BaseException) -> str:
         return str(primary)
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
+
+
+def _lost_connection(exc: BaseException) -> bool:
+    """Whether ``exc`` is a connection to the server lost or refused (nothing of the statement's own)."""
+    if isinstance(exc, ConnectionError):  # _connect's: the server cannot be reached
+        return True
+    psycopg = _psycopg()
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = getattr(exc, "sqlstate", None)
+    # No SQLSTATE: the client lost the connection (or psycopg_pool found none in time).
+    return state is None or state.startswith("08") or state in LOST_CONNECTION_STATES
 
 
 def _psycopg() -> Any:
@@ -103,6 +157,7 @@ class PostgresRunStore(SqlRunStore):
     shared = True
     follow_poll_s = 2.0
     """Changes are announced (``NOTIFY``): this fallback read only covers a lost notification."""
+    claim_grace_s = CLAIM_GRACE_S
 
     def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
         super().__init__()
@@ -114,10 +169,13 @@ class PostgresRunStore(SqlRunStore):
         self._listener: threading.Thread | None = None
         self._closing = threading.Event()
         self._write_error: str | None = None
+        self._valid_until = 0.0
+        """:func:`time.monotonic` until which the claims count as held (see the module's doc)."""
+        self._keeper: threading.Thread | None = None
         psycopg = _psycopg()
         try:
             self._conn = self._connect()
-            self._claims_conn = self._connect()
+            self._claims_conn = self._connect(claims=True)
             with self._setup_lock():
                 tables = [s for s in PG_SCHEMA if s.startswith("CREATE TABLE")]
                 for statement in tables:
@@ -149,11 +207,16 @@ class PostgresRunStore(SqlRunStore):
                     f"{', '.join(missing)}): drop or rename it, or use another database"
                 )
 
-    def _connect(self) -> Any:
+    def _connect(self, *, claims: bool = False) -> Any:
         psycopg = _psycopg()
+        extra = {"tcp_user_timeout": CLAIMS_TCP_TIMEOUT_MS} if claims else {}
         try:
             return psycopg.connect(
-                self.url, autocommit=True, connect_timeout=max(1, round(self.connect_timeout)), prepare_threshold=None
+                self.url,
+                autocommit=True,
+                connect_timeout=max(1, round(self.connect_timeout)),
+                prepare_threshold=None,
+                **extra,
             )
         except psycopg.OperationalError as exc:
             reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
@@ -176,28 +239,57 @@ class PostgresRunStore(SqlRunStore):
         return None if cleaned is None else cleaned.replace("\x00", "\\x00")
 
     def _run(self, sql: str, params: Sequence[Any] = (), *, write: bool = False) -> list[tuple[Any, ...]]:
-        """One statement; a write the database refuses (down, read-only) raises :class:`StoreWriteError`."""
+        """One statement; a write the database refuses (down, read-only) raises :class:`StoreWriteError`.
+
+        A lost connection (the server restarted, an idle-session timeout, a proxy) is opened again
+        and the statement sent again: one statement is one transaction, and each write is one that
+        may be applied twice (an upsert, an insert of an event that keeps the first, a delete). It
+        keeps trying for :data:`RECONNECT_S` seconds, the lock given up between tries.
+        """
         psycopg = _psycopg()
-        with self._lock:
+        deadline = time.monotonic() + RECONNECT_S
+        tries = 0
+        while True:
             try:
-                try:
-                    rows = self._fetch(sql, params)
-                except psycopg.OperationalError:
-                    if not self._conn.closed:
+                with self._lock:
+                    if self._conn.closed:
+                        self._conn = self._connect()
+                    try:
+                        rows = self._fetch(sql, params)
+                    except psycopg.OperationalError as exc:
+                        if _lost_connection(exc):
+                            self._conn.close()  # whatever psycopg concluded: the next try connects again
                         raise
-                    # The connection broke (the server restarted, an idle timeout, a proxy): one
-                    # statement is one transaction, so it is sent again, once, on a new connection.
-                    logger.warning("the connection to %s broke: connecting again", shown_url(self.url))
-                    self._conn = self._connect()
-                    rows = self._fetch(sql, params)
             except (psycopg.OperationalError, psycopg.errors.ReadOnlySqlTransaction, ConnectionError) as exc:
+                lost = _lost_connection(exc)
+                if lost and time.monotonic() < deadline and not self._closing.is_set():
+                    if tries == 0:
+                        where = shown_url(self.url)
+                        logger.warning("the connection to %s broke (%s): connecting again", where, _reason(exc))
+                    tries += 1
+                    if tries > 1:  # the first try at once (a connection ended while idle); then paced
+                        time.sleep(RECONNECT_PAUSE_S)
+                    continue
                 if not write:
                     raise
                 self._write_error = f"the database refused a write: {_reason(exc)}"
-                raise StoreWriteError(self._write_error) from None
+                raise StoreWriteError(self._write_error, interrupted=lost) from None
             if write:
                 self._write_error = None
             return rows
+
+    def interrupted(self, exc: BaseException) -> bool:
+        """Whether ``exc``, or an error it came from, is a connection to the database lost or refused."""
+        seen: set[int] = set()
+        current: BaseException | None = exc
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            if isinstance(current, StoreWriteError):
+                return current.interrupted
+            if not isinstance(current, ConnectionError) and _lost_connection(current):
+                return True
+            current = current.__cause__ or current.__context__
+        return False
 
     def health(self) -> str | None:
         """None while the database takes writes; else why not (down, unreachable, read-only)."""
@@ -286,35 +378,115 @@ class PostgresRunStore(SqlRunStore):
                 with contextlib.suppress(Exception):
                     conn.close()
 
+    def holds(self, thread_id: str) -> bool:
+        """Whether ``thread_id`` is claimed here, its connection's last check sent under :data:`CLAIM_VALID_S` ago.
+
+        No round trip: the last answer of the keeper thread's checks (or of :meth:`confirm`).
+        """
+        return thread_id in self._claims and time.monotonic() < self._valid_until
+
+    def confirm(self, thread_id: str) -> None:
+        """Check the claims connection now (a round trip) and that ``thread_id`` is claimed on it.
+
+        Raises:
+            ClaimLostError: it is not claimed here, or the connection (and with it the claim) is gone.
+        """
+        with self._claims_lock:
+            if thread_id not in self._claims or not self._check() or thread_id not in self._claims:
+                raise ClaimLostError(f"this replica no longer holds the claim on thread {thread_id}")
+
+    def _check(self) -> bool:
+        """``SELECT 1`` on the claims connection (claims lock held); False, the claims given up, when it fails.
+
+        An answer keeps the claims held for :data:`CLAIM_VALID_S` from the check's sending.
+        """
+        psycopg = _psycopg()
+        sent = time.monotonic()
+        try:
+            if self._claims_conn.closed:
+                raise ConnectionError("the claims connection is closed")
+            self._claims_conn.execute("SELECT 1")
+        except (psycopg.Error, ConnectionError) as exc:
+            self._lose_claims(_reason(exc))
+            return False
+        self._valid_until = sent + CLAIM_VALID_S
+        return True
+
+    def _lose_claims(self, reason: str) -> None:
+        """The claims connection is gone, and the server gave up its claims: forget them (claims lock held)."""
+        if self._claims:
+            logger.warning(
+                "the claims connection to %s was lost (%s): %d claim(s) given up, their runs stop here and "
+                "resume where they are claimed next",
+                shown_url(self.url),
+                reason,
+                len(self._claims),
+            )
+        self._claims.clear()
+        self._valid_until = 0.0
+        with contextlib.suppress(Exception):
+            self._claims_conn.close()
+
+    def _keep_claims(self) -> None:
+        """The keeper thread: while claims are held, check the claims connection every :data:`CLAIM_CHECK_S`."""
+        while not self._closing.wait(CLAIM_CHECK_S):
+            with self._claims_lock:
+                if self._claims:
+                    self._check()
+
     def _take(self, thread_id: str) -> bool:
         """Take the advisory lock of ``thread_id``; False when another process holds it.
+
+        A claims connection found lost is opened again (its claims given up, as the server did),
+        and the lock asked for on the new one.
 
         Raises:
             StoreWriteError: the database cannot be reached.
         """
         psycopg = _psycopg()
-        try:
-            if self._claims_conn.closed:
-                logger.warning("the claims connection to %s was lost: connecting again", shown_url(self.url))
-                self._claims.clear()  # the server released them with the old connection
-                self._claims_conn = self._connect()
-            row = self._claims_conn.execute(
-                "SELECT pg_try_advisory_lock(hashtextextended(%s, %s))", (thread_id, CLAIM_SEED)
-            ).fetchone()
-        except (psycopg.Error, ConnectionError) as exc:
-            raise StoreWriteError(f"the database cannot take a claim: {_reason(exc)}") from None
+        if self._keeper is None:
+            self._keeper = threading.Thread(target=self._keep_claims, name="searchain-claims", daemon=True)
+            self._keeper.start()
+        retried = False
+        while True:
+            try:
+                return self._try_lock(thread_id)
+            except (psycopg.Error, ConnectionError) as exc:
+                lost = _lost_connection(exc)
+                if retried or not lost:
+                    why = f"the database cannot take a claim: {_reason(exc)}"
+                    raise StoreWriteError(why, interrupted=lost) from None
+                retried = True
+                self._lose_claims(_reason(exc))  # an idle-session timeout, say: asked again on a new connection
+
+    def _try_lock(self, thread_id: str) -> bool:
+        """``pg_try_advisory_lock`` on the claims connection (opened again when closed); an answer renews the claims."""
+        sent = time.monotonic()
+        if self._claims_conn.closed:
+            self._lose_claims("closed")
+            self._claims_conn = self._connect(claims=True)
+        row = self._claims_conn.execute(
+            "SELECT pg_try_advisory_lock(hashtextextended(%s, %s))", (thread_id, CLAIM_SEED)
+        ).fetchone()
+        self._valid_until = sent + CLAIM_VALID_S
         return bool(row and row[0])
 
     def _give_up(self, thread_id: str) -> None:
         """Give up the advisory lock of ``thread_id`` (a lost connection has given it up already)."""
-        if not self._claims_conn.closed:
+        psycopg = _psycopg()
+        if self._claims_conn.closed:
+            return
+        try:
             self._claims_conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, %s))", (thread_id, CLAIM_SEED))
+        except psycopg.Error as exc:
+            self._lose_claims(_reason(exc))  # the connection is gone, and every claim with it
 
     def close(self) -> None:
         """Close the connections (the server releases every claim still held) and stop the listener."""
         self._closing.set()
-        if self._listener is not None:
-            self._listener.join(timeout=5)
+        for thread in (self._listener, self._keeper):
+            if thread is not None:
+                thread.join(timeout=5)
         with self._lock, self._claims_lock:
             self._claims.clear()
             for conn in (self._conn, self._claims_conn):
@@ -327,10 +499,83 @@ async def _try_setup_lock(conn: Any) -> bool:
     return bool(row and row["held"])
 
 
+@functools.cache
+def _saver_class() -> Any:
+    """``AsyncPostgresSaver`` that sends a call again on a lost connection, writing only the threads its fence allows.
+
+    Its fence: :func:`fence_checkpoints`.
+    """
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg_pool import PoolTimeout
+
+    psycopg = _psycopg()
+
+    class ClaimedPostgresSaver(AsyncPostgresSaver):
+        fence: Callable[[str], bool] | None = None
+        """Whether this process holds the claim on a thread (:meth:`PostgresRunStore.holds`); None: no fence."""
+
+        def _fenced(self, config: Any) -> None:
+            thread_id = str((config.get("configurable") or {}).get("thread_id", ""))
+            if self.fence is not None and not self.fence(thread_id):
+                why = f"this replica no longer holds the claim on thread {thread_id}: its checkpoint is not written"
+                raise ClaimLostError(why)
+
+        async def _again(self, call: Callable[[], Awaitable[Any]]) -> Any:
+            """``call()``, sent again while the pooled connection it got turns out lost.
+
+            Lost: ended by the server while idle, or by a restart; each pooled connection is tried at
+            most once. Every call here may be applied twice (reads, upserts of checkpoints and writes).
+            """
+            tries = int(getattr(self.conn, "max_size", 1) or 1) + 1
+            attempt = 1
+            while True:
+                try:
+                    return await call()
+                except psycopg.OperationalError as exc:
+                    if attempt >= tries or isinstance(exc, PoolTimeout) or not _lost_connection(exc):
+                        raise
+                    attempt += 1
+
+        async def aget_tuple(self, config: Any) -> Any:
+            return await self._again(lambda: super(ClaimedPostgresSaver, self).aget_tuple(config))
+
+        async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+            async def put() -> Any:
+                self._fenced(config)
+                return await super(ClaimedPostgresSaver, self).aput(config, checkpoint, metadata, new_versions)
+
+            return await self._again(put)
+
+        async def aput_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+            async def put() -> None:
+                self._fenced(config)
+                await super(ClaimedPostgresSaver, self).aput_writes(config, writes, task_id, task_path)
+
+            await self._again(put)
+
+        async def adelete_thread(self, thread_id: str) -> None:
+            await self._again(lambda: super(ClaimedPostgresSaver, self).adelete_thread(thread_id))
+
+    return ClaimedPostgresSaver
+
+
+def fence_checkpoints(saver: Any, holds: Callable[[str], bool]) -> None:
+    """Make a saver of :func:`open_postgres_checkpointer` write a thread's checkpoints only while ``holds(thread_id)``.
+
+    A replica that lost a claim then writes nothing more to the thread, whatever step it was in.
+    """
+    saver.fence = holds
+
+
 async def open_postgres_checkpointer(url: str, *, max_size: int = 10) -> tuple[Any, Any]:
     """LangGraph's ``AsyncPostgresSaver`` on a pool of connections to ``url``, its tables set up.
 
-    Replicas starting together set the tables up one at a time (an advisory lock).
+    Replicas starting together set the tables up one at a time (an advisory lock). A call that
+    finds its pooled connection ended by the server (an idle-session timeout, a restart) is sent
+    again on another, rather than failing the run: the pool drops the lost one. (The pool's own
+    check before each use, ``check_connection``, waits a second and more between tries, which a
+    connection idle in the pool for that long fails again under a one-second idle timeout.)
+    :func:`fence_checkpoints` ties its writes to the claims of a store.
 
     Args:
         url: The ``postgresql://`` URL.
@@ -343,16 +588,17 @@ async def open_postgres_checkpointer(url: str, *, max_size: int = 10) -> tuple[A
         ImportError: ``langgraph-checkpoint-postgres`` or ``psycopg-pool`` is not installed.
     """
     try:
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
+
+        saver_class = _saver_class()
     except ImportError as exc:
         need = 'pip install "searchain-graph[postgres]"'
         raise ImportError(f"--db postgresql://... needs langgraph-checkpoint-postgres: {need} ({exc})") from exc
     kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
     pool: Any = AsyncConnectionPool(url, min_size=1, max_size=max(2, max_size), kwargs=kwargs, open=False)
     await pool.open(wait=True, timeout=30)
-    saver = AsyncPostgresSaver(pool)
+    saver = saver_class(pool)
     async with pool.connection() as conn:
         while not await _try_setup_lock(conn):
             await asyncio.sleep(SETUP_POLL_S)  # polled: see PostgresRunStore._setup_lock

@@ -6,24 +6,64 @@ of a replica that died (:meth:`Recovery.adopt`, every few seconds with :meth:`Re
 A run is only ever resumed by the process that holds its thread's claim
 (:meth:`~searchain_graph.serve.store.RunStore.claim`): PostgreSQL releases a dead replica's claims
 with its connection, so each orphaned run is taken by exactly one replica.
+
+A claim is also lost while its replica lives, when only its connection is cut
+(:mod:`~searchain_graph.serve.postgres`). So with a shared store a run goes on only while its
+process holds the claim (:meth:`Recovery._while_claimed`): checked before each LLM call (a round
+trip) and before each write, watched meanwhile; once lost, the run stops where it is, stored in
+flight. A run cut off by the database itself (a restart, a lost connection) is stopped the same
+way rather than failed. Whichever replica claims it next resumes it from its last checkpoint, after
+the claim's grace (:attr:`~searchain_graph.serve.store.RunStore.claim_grace_s`), by which time the
+replica that lost it has stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.messages import BaseMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from searchain_graph.method.state import OUTPUT_KEYS
 from searchain_graph.serve.run import MAX_ERROR_CHARS, Run, tree_fragment
-from searchain_graph.serve.store import RunStore, StoreWriteError
+from searchain_graph.serve.store import ClaimLostError, RunStore, StoreWriteError
 
 __all__ = ["Recovery"]
 
 logger = logging.getLogger(__name__)
+
+CLAIM_WATCH_S = 0.25
+"""How often a run on a shared store looks whether its process still holds its thread's claim."""
+CLAIM_LOST = (
+    "this replica lost its claim on the run's thread (its connection to the database was cut); the run "
+    "resumes from its last checkpoint on the replica that claims it next"
+)
+"""What the readers of a run stopped for a lost claim are told by this replica."""
+
+
+class ClaimCheck(AsyncCallbackHandler):
+    """Before each LLM call of a run, the claim on its thread is confirmed (a round trip): else the call is not made.
+
+    A callback of the run's config, which LangChain passes to every model call in the run.
+    """
+
+    raise_error = True
+
+    def __init__(self, store: RunStore, thread_id: str) -> None:
+        self.store = store
+        self.thread_id = thread_id
+
+    async def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
+    ) -> None:
+        await asyncio.to_thread(self.store.confirm, self.thread_id)
+
+    async def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], **kwargs: Any) -> None:
+        await asyncio.to_thread(self.store.confirm, self.thread_id)
 
 
 class Recovery:
@@ -41,7 +81,7 @@ class Recovery:
     ) -> None:
         raise NotImplementedError
 
-    async def _execute(self, run: Run, *, resume: bool = False, decision: object = None) -> None:
+    async def _execute(self, run: Run, *, resume: bool = False, decision: object = None, settle: bool = False) -> None:
         raise NotImplementedError
 
     async def restore(self) -> list[Run]:
@@ -76,40 +116,116 @@ class Recovery:
     async def adopt(self) -> list[Run]:
         """Take the runs stored in flight whose thread no process holds (their server died), and recover them.
 
-        Each is claimed first (:meth:`~searchain_graph.serve.store.RunStore.claim`), then read again:
-        a run that another replica finished or paused meanwhile is left alone.
+        Each is claimed first (:meth:`~searchain_graph.serve.store.RunStore.claim`); then, the
+        claim's grace passed (a replica that lost the claim has stopped by then), each is read
+        again: a run that another replica finished or paused meanwhile is left alone.
 
         Returns:
             The runs taken: resumed, finished from their state, or failed.
         """
-        adopted = []
+        claimed = []
         for row in await asyncio.to_thread(self.store.in_flight):
             local = self._runs.get(row.id)
             if self.closing or (local is not None and local.live):
                 continue
-            if not await asyncio.to_thread(self.store.claim, row.thread_id):
-                continue  # a live process runs it
-            stored = await asyncio.to_thread(self.store.get, row.id)
-            if stored is None or stored.status not in ("queued", "running"):
+            if await asyncio.to_thread(self.store.claim, row.thread_id):
+                claimed.append(row)  # else a live process runs it
+        adopted = []
+        handled = 0  # the claims before this one are handed on (to a run) or given up
+        try:
+            if claimed and self.store.claim_grace_s > 0:
+                await asyncio.sleep(self.store.claim_grace_s)
+            for row in claimed:
+                stored = None
+                if not self.closing and self.store.holds(row.thread_id):
+                    stored = await asyncio.to_thread(self.store.get, row.id)
+                handled += 1
+                if stored is None or stored.status not in ("queued", "running"):
+                    await self._release(row.thread_id)
+                    continue
+                run = Run.from_stored(stored)
+                self._runs[run.id] = run
+                adopted.append(run)
+                await self._recover(run)
+        finally:
+            for row in claimed[handled:]:  # cancelled (shutting down) or failed: given up
                 await self._release(row.thread_id)
-                continue
-            run = Run.from_stored(stored)
-            self._runs[run.id] = run
-            adopted.append(run)
-            await self._recover(run)
         return adopted
 
     async def adopt_every(self, seconds: float) -> None:
-        """:meth:`adopt` every ``seconds`` until cancelled: a replica takes over the runs of one that died."""
+        """:meth:`adopt` at once, then every ``seconds`` until cancelled: a replica takes over the runs of others."""
         while not self.closing:
-            await asyncio.sleep(seconds)
             try:
                 taken = await self.adopt()
             except Exception:  # noqa: BLE001 - a failed scan is retried at the next one
                 logger.warning("could not look for orphaned runs", exc_info=True)
-                continue
-            if taken:
-                logger.warning("took over %d run(s) whose server stopped", len(taken))
+            else:
+                if taken:
+                    logger.warning("took over %d run(s) whose server stopped", len(taken))
+            await asyncio.sleep(seconds)
+
+    async def _settled(self, run: Run) -> bool:
+        """Wait the claim's grace on a run paused for review, then whether it still waits for a decision.
+
+        Another replica that lost the claim while resuming it has stopped by then; had it stored
+        the run as resumed, the decision taken here is dropped (the run resumes where it is claimed next).
+        """
+        await asyncio.sleep(self.store.claim_grace_s)
+        stored = await asyncio.to_thread(self.store.get_row, run.id)
+        if stored is not None and stored.status == "review":
+            return True
+        logger.warning("run %s was taken up by another replica meanwhile: this decision is dropped", run.id)
+        run.status = stored.status if stored is not None else "error"
+        return False
+
+    def _claim_checks(self, run: Run) -> dict[str, Any]:
+        """What a run's config adds: with a shared store, a :class:`ClaimCheck` before each LLM call."""
+        return {"callbacks": [ClaimCheck(self.store, run.thread_id)]} if self.store.shared else {}
+
+    async def _while_claimed(self, run: Run, work: Coroutine[Any, Any, None]) -> None:
+        """Await ``work``, the run's steps; with a shared store, stop it once the claim on its thread is not held.
+
+        Raises:
+            ClaimLostError: the claim was lost (``work`` is cancelled).
+        """
+        if not self.store.shared:
+            await work
+            return
+        task = asyncio.ensure_future(work)
+        try:
+            while not task.done():
+                await asyncio.wait({task}, timeout=CLAIM_WATCH_S)
+                if not task.done() and not self.store.holds(run.thread_id):
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+                    raise ClaimLostError(f"this replica no longer holds the claim on thread {run.thread_id}")
+        except asyncio.CancelledError:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise
+        task.result()
+
+    async def _left_in_flight(self, run: Run, exc: BaseException) -> bool:
+        """Whether a run that failed with ``exc`` rather stops here, stored in flight, for whoever claims it next.
+
+        With a shared store: when the claim on its thread is lost (``exc`` says so, or a round trip
+        on the claims connection finds it gone), or when ``exc`` is the database out of reach (a
+        restart, a lost connection). Readers here are told; nothing more is stored.
+        """
+        if not self.store.shared:
+            return False
+        lost = _caused_by(exc, ClaimLostError) or self.store.interrupted(exc)
+        if not lost:
+            try:
+                await asyncio.to_thread(self.store.confirm, run.thread_id)
+            except ClaimLostError:
+                lost = True
+        if not lost:
+            return False
+        logger.warning("run %s stops here, stored in flight, to be resumed where it is claimed next: %s", run.id, exc)
+        run.status = "error"
+        await self._emit(run, "failed", {"error": CLAIM_LOST}, persist=False)
+        return True
 
     async def _recover(self, run: Run) -> None:
         """Resume, finish or fail ``run``, whose thread this process has claimed."""
@@ -117,6 +233,10 @@ class Recovery:
         try:
             snapshot = await self.graph.aget_state(config) if self.graph.checkpointer is not None else None
         except Exception as exc:  # noqa: BLE001 - an unreadable checkpoint fails the run, with the reason
+            if self.store.interrupted(exc):  # the database out of reach: taken up again at the next scan
+                logger.warning("run %s: its checkpoint cannot be read now (%s): left for later", run.id, exc)
+                await self._release(run.thread_id)
+                return
             run.error = f"the server stopped mid-run and its checkpoint could not be read: {type(exc).__name__}: {exc}"
             await self._emit(run, "failed", {"error": run.error[:MAX_ERROR_CHARS]}, "error")
             await self._release(run.thread_id)
@@ -149,3 +269,15 @@ class Recovery:
             raise
         except Exception:  # noqa: BLE001 - a claim that cannot be given up ends with the connection
             logger.warning("could not release the claim on thread %s", thread_id, exc_info=True)
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``exc`` or an error it was raised from (or during) is a ``kind``."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

@@ -23,6 +23,7 @@ marked failed with the reason. None is silently lost.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -37,7 +38,7 @@ from searchain_graph.method.state import OUTPUT_KEYS
 from searchain_graph.serve.http import BadRequest, lone_surrogate
 from searchain_graph.serve.recovery import Recovery
 from searchain_graph.serve.run import MAX_ERROR_CHARS, STOPPED_DURABLE, Run, follow_store, tree_fragment, verdict_line
-from searchain_graph.serve.store import RunStore, StoredRun, StoreWriteError
+from searchain_graph.serve.store import ClaimLostError, RunStore, StoredRun, StoreWriteError
 from searchain_graph.viz.progress import progress_line
 
 __all__ = ["Run", "RunManager"]
@@ -226,7 +227,11 @@ class RunManager(Recovery):
             raise BadRequest(409, f"the decision answers {named}, but run {run.id} waits for a decision on {waiting}")
         run.review = None
         run.status = "queued"
-        run.task = asyncio.create_task(self._execute(run, decision=value), name=f"searchain run {run.id}")
+        # Another replica may have lost this claim while resuming the run: it waits the claim's grace first.
+        settle = self.store.claim_grace_s > 0
+        run.task = asyncio.create_task(
+            self._execute(run, decision=value, settle=settle), name=f"searchain run {run.id}"
+        )
         return run
 
     def _admit(self) -> None:
@@ -305,6 +310,9 @@ class RunManager(Recovery):
     async def _emit(
         self, run: Run, event: str, data: Mapping[str, Any], status: str | None = None, *, persist: bool = True
     ) -> None:
+        if persist and self.store.shared and not self.store.holds(run.thread_id):
+            # Another replica may be running it: nothing more of this one is written.
+            raise ClaimLostError(f"this replica no longer holds the claim on thread {run.thread_id}")
         async with run.changed:
             changed = status is not None and status != run.status
             if status is not None:
@@ -328,40 +336,80 @@ class RunManager(Recovery):
     def _persist(self, run_id: str, row: StoredRun | None, record: dict[str, Any]) -> None:
         self.store.record(run_id, record, row)  # together: a run's "done" row never lacks its last event
 
-    async def _execute(self, run: Run, *, resume: bool = False, decision: object = None) -> None:
-        if decision is not None:
-            resume = True
+    async def _execute(self, run: Run, *, resume: bool = False, decision: object = None, settle: bool = False) -> None:
+        """Run ``run`` to its end, its pause for review or its failure; its thread's claim given up at the end.
+
+        With a shared store the run goes on only while this process holds its thread's claim
+        (:meth:`~searchain_graph.serve.recovery.Recovery._while_claimed`): a claim lost, or the
+        database out of reach, stops it here, stored in flight, for the replica that claims it next.
+        ``settle``: the claim was just taken on a run paused for review (:meth:`decide`).
+        """
+        try:
+            await self._while_claimed(
+                run, self._steps(run, resume=resume or decision is not None, decision=decision, settle=settle)
+            )
+        except asyncio.CancelledError:
+            if self.store.durable:
+                # Stored as in flight: the next start resumes it. Readers are told, and their streams end.
+                run.status = "error"
+                await self._emit(run, "failed", {"error": STOPPED_DURABLE}, persist=False)
+                raise
+            run.error = "the server stopped before the run finished"
+            await self._emit(run, "failed", {"error": run.error}, "error")
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure of a run is reported to its page
+            if await self._left_in_flight(run, exc):
+                return
+            logger.exception("run %s failed", run.id)
+            located = [n for n in getattr(exc, "__notes__", []) if n.startswith("SearChain step")]
+            message = located[-1] if located else f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, StoreWriteError):
+                message = f"the run could not be stored: {exc}"
+            run.error = message if len(message) <= MAX_ERROR_CHARS else message[: MAX_ERROR_CHARS - 1] + "…"
+            try:
+                await self._emit(run, "failed", {"error": run.error}, "error")
+            except ClaimLostError as lost:  # lost just now: the replica that claims it next takes it up
+                logger.warning("run %s: its failure is not stored: %s", run.id, lost)
+        finally:
+            await self._release(run.thread_id)
+            self._evict()
+
+    async def _steps(self, run: Run, *, resume: bool, decision: object, settle: bool) -> None:
+        """The body of :meth:`_execute`: the graph streamed, each step an event, then the run's end or pause."""
+        if settle and not await self._settled(run):
+            return
         if not resume and not run.events:
             await self._emit(run, "update", {"progress": "queued", "html": tree_fragment({"question": run.question})})
-        try:
-            async with self._slots:
-                await self._emit(run, "update", {"progress": "started"}, status="running")
-                state: dict[str, Any] = {"question": run.question}
-                config: Any = {
-                    "configurable": {"thread_id": run.thread_id},
-                    "run_name": "searchain",
-                    "metadata": {"searchain_run_id": run.id},
-                }
-                # None: on from the last checkpoint; a Command: on with a person's decision.
-                start: Any = {"question": run.question}
-                if decision is not None:
-                    start = Command(resume=decision)
-                elif resume:
-                    start = None
-                # With a durable store, each step's checkpoint is written before the next step runs.
-                # Without a checkpointer there is nothing to write: LangGraph fails on "sync" there,
-                # and warns on any durability.
-                saver = getattr(self.graph, "checkpointer", None) is not None
-                durability: Any = {"durability": "sync" if self.store.durable else "async"} if saver else {}
-                stream = self.graph.astream(
-                    start,
-                    config,
-                    context=self.context,
-                    stream_mode=["updates", "values", "custom"],
-                    **durability,
-                )
-                line: str | None = None
-                paused: dict[str, Any] | None = None
+        async with self._slots:
+            await self._emit(run, "update", {"progress": "started"}, status="running")
+            state: dict[str, Any] = {"question": run.question}
+            config: Any = {
+                "configurable": {"thread_id": run.thread_id},
+                "run_name": "searchain",
+                "metadata": {"searchain_run_id": run.id},
+                **self._claim_checks(run),
+            }
+            # None: on from the last checkpoint; a Command: on with a person's decision.
+            start: Any = {"question": run.question}
+            if decision is not None:
+                start = Command(resume=decision)
+            elif resume:
+                start = None
+            # With a durable store, each step's checkpoint is written before the next step runs.
+            # Without a checkpointer there is nothing to write: LangGraph fails on "sync" there,
+            # and warns on any durability.
+            saver = getattr(self.graph, "checkpointer", None) is not None
+            durability: Any = {"durability": "sync" if self.store.durable else "async"} if saver else {}
+            stream = self.graph.astream(
+                start,
+                config,
+                context=self.context,
+                stream_mode=["updates", "values", "custom"],
+                **durability,
+            )
+            line: str | None = None
+            paused: dict[str, Any] | None = None
+            try:
                 async for mode, chunk in stream:
                     if not isinstance(chunk, dict):
                         continue
@@ -379,33 +427,20 @@ class RunManager(Recovery):
                     if line is not None or state.get("rounds"):
                         await self._emit(run, "update", {"progress": line, "html": tree_fragment(state)})
                     line = None
-            if paused is not None:
-                run.review = paused
-                what = f"review: IR would correct node {paused.get('node')} of round {paused.get('round')}"
-                await self._emit(run, "review", {"progress": what, "review": paused}, "review")
-                return
-            run.output = {k: state[k] for k in OUTPUT_KEYS if k in state}
-            await self._emit(run, "done", {"answer": state.get("answer"), "html": tree_fragment(state)}, "done")
-        except asyncio.CancelledError:
-            if self.store.durable:
-                # Stored as in flight: the next start resumes it. Readers are told, and their streams end.
-                run.status = "error"
-                await self._emit(run, "failed", {"error": STOPPED_DURABLE}, persist=False)
-                raise
-            run.error = "the server stopped before the run finished"
-            await self._emit(run, "failed", {"error": run.error}, "error")
-            raise
-        except Exception as exc:  # noqa: BLE001 - any failure of a run is reported to its page
-            logger.exception("run %s failed", run.id)
-            located = [n for n in getattr(exc, "__notes__", []) if n.startswith("SearChain step")]
-            message = located[-1] if located else f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, StoreWriteError):
-                message = f"the run could not be stored: {exc}"
-            run.error = message if len(message) <= MAX_ERROR_CHARS else message[: MAX_ERROR_CHARS - 1] + "…"
-            await self._emit(run, "failed", {"error": run.error}, "error")
-        finally:
-            await self._release(run.thread_id)
-            self._evict()
+            finally:
+                # Closed however the loop ends: a run stopped between two steps (shut down, its claim
+                # lost) gives its thread back to the graph (SearChainGraph's claim) now, not when collected.
+                close = getattr(stream, "aclose", None)
+                if close is not None:
+                    with contextlib.suppress(Exception):  # the run's own end (or error) is what counts
+                        await close()
+        if paused is not None:
+            run.review = paused
+            what = f"review: IR would correct node {paused.get('node')} of round {paused.get('round')}"
+            await self._emit(run, "review", {"progress": what, "review": paused}, "review")
+            return
+        run.output = {k: state[k] for k in OUTPUT_KEYS if k in state}
+        await self._emit(run, "done", {"answer": state.get("answer"), "html": tree_fragment(state)}, "done")
 
     def _evict(self) -> None:
         if self.closing:

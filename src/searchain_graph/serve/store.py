@@ -27,6 +27,7 @@ from typing import Any
 from searchain_graph._text import redacted_url
 
 __all__ = [
+    "ClaimLostError",
     "MemoryRunStore",
     "RunStore",
     "SqlRunStore",
@@ -77,7 +78,22 @@ class StoreOpenError(ValueError):
 class StoreWriteError(RuntimeError):
     """The store cannot write now (disk full, file locked, deleted or read-only).
 
-    The message says why, without the file's path (``/healthz`` shows it).
+    The message says why, without the file's path (``/healthz`` shows it). ``interrupted`` is
+    true when the database was out of reach for a moment (its connection lost, a restart) rather
+    than refusing the write.
+    """
+
+    def __init__(self, message: str, *, interrupted: bool = False) -> None:
+        super().__init__(message)
+        self.interrupted = interrupted
+
+
+class ClaimLostError(RuntimeError):
+    """This process can no longer show that it holds the claim on a thread: the thread's work stops here.
+
+    With PostgreSQL, the claims connection was cut (or went unanswered for too long), and the
+    server gave its claims up with it; another replica may take the thread once the claim's grace
+    has passed (:attr:`RunStore.claim_grace_s`).
     """
 
 
@@ -124,7 +140,9 @@ class RunStore:
 
     Every store also claims threads: a run executes only while its process holds the claim on its
     thread, so that no two tasks, or with a shared store no two replicas, run one thread at once.
-    Here (and in SQLite, which one process serves) the claims are the process's own.
+    Here (and in SQLite, which one process serves) the claims are the process's own. A shared
+    store's claim can be lost while the process lives (PostgreSQL: its connection cut): a run
+    checks it (:meth:`holds`, :meth:`confirm`) and stops once it is not held.
     """
 
     durable = False
@@ -135,6 +153,9 @@ class RunStore:
     follow_poll_s = 0.25
     """How often a follower reads a run again when no change is announced (a store that announces
     its changes, through :meth:`watch`, is read again at once and this is only the fallback)."""
+    claim_grace_s = 0.0
+    """How long a process that claims a thread another process may have been running waits before
+    it runs it: long enough for a process that lost that claim to have stopped (PostgreSQL)."""
 
     def __init__(self) -> None:
         self._claims: set[str] = set()
@@ -209,6 +230,26 @@ class RunStore:
                 return False
             self._claims.add(thread_id)
             return True
+
+    def holds(self, thread_id: str) -> bool:
+        """Whether this process holds the claim on ``thread_id`` now, as far as it last heard (no round trip)."""
+        return thread_id in self._claims
+
+    def confirm(self, thread_id: str) -> None:
+        """Make sure this process still holds the claim on ``thread_id`` (with PostgreSQL, a round trip).
+
+        Raises:
+            ClaimLostError: it does not, or cannot show that it does.
+        """
+        if not self.holds(thread_id):
+            raise ClaimLostError(f"this process no longer holds the claim on thread {thread_id}")
+
+    def interrupted(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the store's database out of reach for a moment rather than the run's own failure.
+
+        A lost connection, a restart of the server: such a run is resumed, not failed.
+        """
+        return False
 
     def release(self, thread_id: str) -> None:
         """Give up the claim on ``thread_id`` (nothing when it is not held)."""
