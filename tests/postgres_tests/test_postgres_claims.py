@@ -5,6 +5,9 @@ the server, a quick restart of the server.
   call starts and ends): the claims connection of the replica running a run is terminated mid-run.
   That replica stops the run (no LLM call after the cut), the other adopts it once the claim's grace
   has passed and finishes it; their calls never overlap.
+* A run paused for review on one replica and decided through the other: the decision is answered at
+  once (and refused, 409, through the first meanwhile), and the run's next LLM call waits the
+  claim's grace.
 * A real ``searchain serve`` on a database whose sessions end after one idle second: a run after an
   idle pause is accepted and finishes.
 * Runs in flight while the server restarts (``pg_ctl restart -m fast``), on two replicas in process
@@ -32,7 +35,7 @@ from langchain_core.messages import BaseMessage
 
 from searchain_graph import create_searchain_graph
 from searchain_graph.serve.db import open_checkpointer, open_run_store
-from searchain_graph.serve.postgres import fence_checkpoints
+from searchain_graph.serve.postgres import PostgresRunStore, fence_checkpoints
 from searchain_graph.serve.runs import RunManager
 from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tree_llm
 from tests.helpers import free_port, kill_session, post_run, serve_events, start_serve, wait_healthy
@@ -61,7 +64,7 @@ def _recording_llm(name: str, calls: list[dict[str, Any]]) -> RuleChatModel:
 
 @contextlib.asynccontextmanager
 async def _replicas(
-    url: str, names: list[str], calls: list[dict[str, Any]], max_concurrent: int = 1
+    url: str, names: list[str], calls: list[dict[str, Any]], max_concurrent: int = 1, review: bool = False
 ) -> AsyncIterator[list[RunManager]]:
     """A replica per name on ``url``: a run manager with its own store, checkpointer and recording LLM.
 
@@ -76,8 +79,10 @@ async def _replicas(
             stack.push_async_callback(close)
             fence_checkpoints(saver, store.holds)
             llm = _recording_llm(name, calls)
-            graph = create_searchain_graph(llm, retriever(), ScriptedReader(TREE_READS), confidence_threshold=1.5)
-            graph = graph.copy(update={"checkpointer": saver})
+            reader = ScriptedReader(TREE_READS)
+            graph = create_searchain_graph(
+                llm, retriever(), reader, confidence_threshold=1.5, review=review, checkpointer=saver
+            )
             managers.append(RunManager(graph, store=store, max_concurrent=max_concurrent))
             stack.push_async_callback(managers[-1].close)
         yield managers
@@ -133,6 +138,42 @@ def test_a_replica_whose_claims_connection_is_cut_stops_before_another_resumes_i
     first_b = min(c["start"] for c in calls if c["replica"] == "b")
     assert all(c["end"] is not None and c["end"] <= first_b for c in calls if c["replica"] == "a"), calls
     assert any("resumed from its last checkpoint" in str(e["data"].get("progress")) for e in events)
+
+
+def test_a_decision_taken_through_another_replica_resumes_the_run_after_the_claims_grace(postgres_url: str) -> None:
+    """A run paused for review on one replica, decided through the other: answered at once, its first LLM call
+    after the claim's grace (a replica that lost that claim while resuming the run has stopped by then)."""
+    from searchain_graph.serve.http import BadRequest
+
+    calls: list[dict[str, Any]] = []
+
+    async def scenario() -> tuple[float, float, Any, int]:
+        async with _replicas(postgres_url, ["a", "b"], calls, review=True) as (a, b):
+            run = await a.astart(QUESTION)
+            assert run.task is not None
+            await asyncio.wait_for(run.task, 30)
+            assert run.status == "review" and run.review is not None, run.events[-1]
+            remote = await b.aget(run.id)
+            assert remote is not None
+            decision = {"decision": "accept", "id": remote.review["id"]}  # type: ignore[index]
+            asked = time.monotonic()
+            resumed = await b.decide(remote, decision)
+            answered = time.monotonic() - asked
+            refused = 0
+            try:  # the same decision through the first replica meanwhile: b holds the thread
+                await a.decide(await a.aget(run.id), decision)  # type: ignore[arg-type]
+            except BadRequest as exc:
+                refused = exc.status
+            assert resumed.task is not None
+            await asyncio.wait_for(resumed.task, 30)
+            first_b = min(c["start"] for c in calls if c["replica"] == "b")
+            return answered, first_b - asked, await b.aget(run.id), refused
+
+    answered, first_call, ended, refused = asyncio.run(scenario())
+    assert answered < 2 and refused == 409, (answered, refused)
+    assert first_call >= PostgresRunStore.claim_grace_s, first_call
+    assert ended.status in ("review", "done"), ended.status
+    assert [e["id"] for e in ended.events] == list(range(len(ended.events)))
 
 
 def test_runs_in_flight_when_the_database_restarts_resume_and_end_done(postgres_url: str) -> None:
