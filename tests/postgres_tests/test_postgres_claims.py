@@ -301,3 +301,41 @@ def test_two_served_replicas_resume_their_runs_after_a_restart_of_the_database(
     finally:
         for process in processes:
             kill_session(process)
+
+
+def test_a_call_the_claim_check_refuses_is_not_made_and_not_logged_as_a_callback_error(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once the claims connection is cut, the run's LLM calls are refused, from the event loop (``ainvoke``) and
+    from a thread (``invoke``, as a reader's model calls it); LangChain logs no callback error for the refusal."""
+    import psycopg
+
+    from searchain_graph.serve.recovery import ClaimCheck
+    from searchain_graph.serve.store import ClaimLostError
+
+    calls: list[dict[str, Any]] = []
+    llm = _recording_llm("a", calls)
+    store = PostgresRunStore(postgres_url)
+    try:
+        assert store.claim("thread-1")
+        config: Any = {"callbacks": [ClaimCheck(store, "thread-1")]}
+        asyncio.run(llm.ainvoke("Where was Kevin Drew born?", config=config))
+        assert len(calls) == 1  # held: the call is made
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            pid = store._claims_conn.info.backend_pid
+            assert admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,)).fetchone() == (True,)
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            with pytest.raises(ClaimLostError):
+                asyncio.run(llm.ainvoke("Where was Kevin Drew born?", config=config))
+
+            async def in_a_thread() -> None:
+                await asyncio.to_thread(llm.invoke, "Where was Kevin Drew born?", config=config)
+
+            with pytest.raises(ClaimLostError):
+                asyncio.run(in_a_thread())
+        assert len(calls) == 1, calls  # neither refused call was made
+        assert "Error in ClaimCheck" not in caplog.text and "Error in callback" not in caplog.text, caplog.text
+        assert "claims connection" in caplog.text  # what the store says of the cut is still logged
+    finally:
+        store.close()

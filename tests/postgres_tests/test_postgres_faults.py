@@ -45,6 +45,8 @@ def test_start_up_errors_are_one_line_naming_the_cause(postgres_url: str) -> Non
 
 
 def test_a_read_only_database_refuses_writes_and_health_says_so(postgres_url: str) -> None:
+    import psycopg
+
     store = PostgresRunStore(postgres_url)
     try:
         store.save(_row("a"))
@@ -56,8 +58,13 @@ def test_a_read_only_database_refuses_writes_and_health_says_so(postgres_url: st
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
                 (name,),
             )
-        with pytest.raises(StoreWriteError, match="read-only"):
+        with pytest.raises(StoreWriteError, match=r"refuses writes \(it is read-only") as refused:
             store.save(_row("b"))
+        assert store.refusal(refused.value) == str(refused.value)  # lasting: a run fails on it
+        with psycopg.connect(postgres_url, autocommit=True) as other, pytest.raises(psycopg.Error) as raw:
+            other.execute("CREATE TABLE t (x int)")  # as the checkpointer's own write is refused
+        assert (store.refusal(raw.value) or "").startswith("the database refuses writes (it is read-only: ")
+        assert store.refusal(StoreWriteError("the connection broke", interrupted=True)) is None  # resumed, not failed
         assert store.health() == "the database is read-only: it takes no writes"
         assert [r.id for r in store.load(10)] == ["a"]  # reading goes on
     finally:

@@ -55,6 +55,7 @@ from searchain_graph.serve.store import (
     StoreOpenError,
     StoreWriteError,
     Watch,
+    error_in_chain,
     shown_url,
 )
 
@@ -103,6 +104,8 @@ RECONNECT_S = 3.0
 of the server takes about a second): then it fails."""
 RECONNECT_PAUSE_S = 0.2
 """The pause between two attempts to connect again."""
+READ_ONLY_STATE = "25006"
+"""SQLSTATE ``read_only_sql_transaction``: the database (or its sessions' default) refuses writes."""
 LOST_CONNECTION_STATES = ("57P01", "57P02", "57P03", "57P05")
 """SQLSTATEs of a session the server ended (an administrator, a crash or a shutdown, a server
 starting, an idle-session timeout); class ``08`` (connection exceptions) counts too."""
@@ -119,6 +122,13 @@ def _reason(exc: BaseException) -> str:
         return str(primary)
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
+
+
+def _refused(exc: BaseException) -> str:
+    """Why the database refused a write, in one line: a read-only database says so."""
+    if getattr(exc, "sqlstate", None) == READ_ONLY_STATE:
+        return f"the database refuses writes (it is read-only: {_reason(exc)})"
+    return f"the database refused a write: {_reason(exc)}"
 
 
 def _lost_connection(exc: BaseException) -> bool:
@@ -272,7 +282,7 @@ class PostgresRunStore(SqlRunStore):
                     continue
                 if not write:
                     raise
-                self._write_error = f"the database refused a write: {_reason(exc)}"
+                self._write_error = _refused(exc)
                 raise StoreWriteError(self._write_error, interrupted=lost) from None
             if write:
                 self._write_error = None
@@ -291,6 +301,18 @@ class PostgresRunStore(SqlRunStore):
             current = current.__cause__ or current.__context__
         return False
 
+    def refusal(self, exc: BaseException) -> str | None:
+        """Why the database refused what ``exc`` was writing (the store's writes, the checkpointer's), or None.
+
+        A read-only database (SQLSTATE 25006) refuses until someone makes it writable again: the
+        run fails. A lost connection is no refusal: the run stops in flight, to be resumed.
+        """
+        refused = super().refusal(exc)
+        if refused is None:
+            read_only = error_in_chain(exc, _psycopg().errors.ReadOnlySqlTransaction)
+            refused = None if read_only is None else _refused(read_only)
+        return refused
+
     def health(self) -> str | None:
         """None while the database takes writes; else why not (down, unreachable, read-only)."""
         psycopg = _psycopg()
@@ -301,6 +323,8 @@ class PostgresRunStore(SqlRunStore):
                 self._conn = self._connect()
             read_only = self._conn.execute("SHOW transaction_read_only").fetchone()
         except (psycopg.Error, ConnectionError) as exc:
+            if _lost_connection(exc):
+                self._conn.close()  # the next statement connects again
             return f"the database cannot be reached: {_reason(exc)}"
         finally:
             self._lock.release()
@@ -345,8 +369,8 @@ class PostgresRunStore(SqlRunStore):
                 self._listener = threading.Thread(target=self._listen, name="searchain-listen", daemon=True)
                 self._listener.start()
 
-    def _wake(self, run_id: str | None) -> None:
-        """Set the watches on ``run_id`` (on every run for None), each on its own event loop."""
+    def wake(self, run_id: str | None) -> None:
+        """Set this process's watches on ``run_id`` (on every run for None), each on its own event loop."""
         with self._watch_lock:
             if run_id is None:
                 entries = [e for group in self._watches.values() for e in group]
@@ -366,10 +390,10 @@ class PostgresRunStore(SqlRunStore):
                 continue
             try:
                 conn.execute(f"LISTEN {CHANNEL}")
-                self._wake(None)  # changes made while nobody listened are read now
+                self.wake(None)  # changes made while nobody listened are read now
                 while not self._closing.is_set():
                     for note in conn.notifies(timeout=0.5):
-                        self._wake(note.payload)
+                        self.wake(note.payload)
             except Exception:  # noqa: BLE001 - a lost connection: listen again on a new one
                 if not self._closing.is_set():
                     logger.warning("the listening connection to %s broke: connecting again", shown_url(self.url))

@@ -24,13 +24,13 @@ import logging
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from searchain_graph.method.state import OUTPUT_KEYS
 from searchain_graph.serve.run import MAX_ERROR_CHARS, Run, tree_fragment
-from searchain_graph.serve.store import ClaimLostError, RunStore, StoreWriteError
+from searchain_graph.serve.store import ClaimLostError, RunStore, StoreWriteError, error_in_chain
 
 __all__ = ["Recovery"]
 
@@ -45,10 +45,16 @@ CLAIM_LOST = (
 """What the readers of a run stopped for a lost claim are told by this replica."""
 
 
-class ClaimCheck(AsyncCallbackHandler):
+class ClaimCheck(BaseCallbackHandler):
     """Before each LLM call of a run, the claim on its thread is confirmed (a round trip): else the call is not made.
 
-    A callback of the run's config, which LangChain passes to every model call in the run.
+    A callback of the run's config, which LangChain passes to every model call in the run. Its
+    methods are synchronous: LangChain runs them in its executor for a call made from the event
+    loop (``ainvoke``), and inline for one made in a thread (``invoke``, a reader's model), where an
+    asynchronous handler's error would be logged and the call made all the same. ``raise_error``:
+    the :class:`~searchain_graph.serve.store.ClaimLostError` reaches the call, which is not made;
+    LangChain's warning for it (``Error in ClaimCheck.on_chat_model_start callback``) is left out
+    of the log (:class:`QuietRefusals`): the run says why it stopped.
     """
 
     raise_error = True
@@ -56,14 +62,27 @@ class ClaimCheck(AsyncCallbackHandler):
     def __init__(self, store: RunStore, thread_id: str) -> None:
         self.store = store
         self.thread_id = thread_id
+        logging.getLogger(CALLBACKS_LOGGER).addFilter(QUIET_REFUSALS)  # once: the same filter is added once
 
-    async def on_chat_model_start(
-        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
-    ) -> None:
-        await asyncio.to_thread(self.store.confirm, self.thread_id)
+    def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any) -> None:
+        self.store.confirm(self.thread_id)
 
-    async def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], **kwargs: Any) -> None:
-        await asyncio.to_thread(self.store.confirm, self.thread_id)
+    def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], **kwargs: Any) -> None:
+        self.store.confirm(self.thread_id)
+
+
+class QuietRefusals(logging.Filter):
+    """Leaves out LangChain's warning for a :class:`ClaimCheck` that refused a call (the refusal it is there for)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        refused = len(args) == 3 and args[0] == ClaimCheck.__name__ and ClaimLostError.__name__ in str(args[2])
+        return not refused
+
+
+CALLBACKS_LOGGER = "langchain_core.callbacks.manager"
+"""The logger of LangChain's callback manager, which warns of every error a callback raises."""
+QUIET_REFUSALS = QuietRefusals()
 
 
 class Recovery:
@@ -75,6 +94,8 @@ class Recovery:
     max_waiting: int
     closing: bool
     _runs: dict[str, Run]
+    _held: dict[str, Run]
+    """The runs whose end the shared store refused (read-only): kept here, their claims held, until written."""
 
     async def _emit(
         self, run: Run, event: str, data: Mapping[str, Any], status: str | None = None, *, persist: bool = True
@@ -118,11 +139,15 @@ class Recovery:
 
         Each is claimed first (:meth:`~searchain_graph.serve.store.RunStore.claim`); then, the
         claim's grace passed (a replica that lost the claim has stopped by then), each is read
-        again: a run that another replica finished or paused meanwhile is left alone.
+        again: a run that another replica finished or paused meanwhile is left alone. None is taken
+        while the store is unhealthy (a read-only database, one out of reach): it could not go on,
+        and would be handed back at once, at every scan.
 
         Returns:
             The runs taken: resumed, finished from their state, or failed.
         """
+        if await asyncio.to_thread(self.store.health) is not None:
+            return []  # the database refuses writes or is out of reach: a run taken up could not go on
         claimed = []
         for row in await asyncio.to_thread(self.store.in_flight):
             local = self._runs.get(row.id)
@@ -153,8 +178,13 @@ class Recovery:
         return adopted
 
     async def adopt_every(self, seconds: float) -> None:
-        """:meth:`adopt` at once, then every ``seconds`` until cancelled: a replica takes over the runs of others."""
+        """:meth:`adopt` at once, then every ``seconds`` until cancelled: a replica takes over the runs of others.
+
+        Each time, the ends this replica holds unstored are written first, if the store takes them
+        (:meth:`_store_held`).
+        """
         while not self.closing:
+            await self._store_held()
             try:
                 taken = await self.adopt()
             except Exception:  # noqa: BLE001 - a failed scan is retried at the next one
@@ -163,6 +193,49 @@ class Recovery:
                 if taken:
                     logger.warning("took over %d run(s) whose server stopped", len(taken))
             await asyncio.sleep(seconds)
+
+    def _hold_end(self, run: Run) -> bool:
+        """Whether this process now holds the end of ``run``, which a shared store refused to write (read-only).
+
+        The run ended here (done, failed, or paused for review) and its readers here are told, but
+        its row still says it is in flight. So its thread's claim is kept: no replica takes it up,
+        and this one shows the run as it ended, until :meth:`_store_held` writes it.
+        """
+        ended = run.status in ("done", "error", "review") and bool(run.unstored) and run.events[-1] is run.unstored[-1]
+        if not (self.store.shared and ended and self.store.holds(run.thread_id)):
+            return False
+        self._held[run.id] = run
+        self.store.wake(run.id)  # its followers here read the end from memory now
+        logger.warning("run %s: its end is kept here, its claim held, until the database takes writes again", run.id)
+        return True
+
+    async def _store_held(self) -> None:
+        """Write the ends held here (:meth:`_hold_end`) if the store takes them now; each run's claim then given up.
+
+        One whose claim was lost meanwhile (its connection cut) is dropped, unwritten: whoever claims
+        it next resumes it.
+        """
+        for run in list(self._held.values()):
+            if not self.store.holds(run.thread_id):
+                del self._held[run.id]
+                logger.warning("run %s: its claim was lost before its end was stored; it resumes where claimed", run.id)
+                continue
+            try:
+                await asyncio.to_thread(self._write_unstored, run)
+            except Exception as exc:  # noqa: BLE001 - still refused, or out of reach: tried again at the next scan
+                if self.store.refusal(exc) is None and not self.store.interrupted(exc):
+                    logger.warning("run %s: its end could not be stored", run.id, exc_info=True)
+                continue
+            del self._held[run.id]
+            logger.warning("run %s: its end is stored, the database taking writes again", run.id)
+            await self._release(run.thread_id)
+
+    def _write_unstored(self, run: Run) -> None:
+        """Write the events of ``run`` the store refused, in order, the run's row with the last (off the loop)."""
+        while run.unstored:
+            last = len(run.unstored) == 1
+            self.store.record(run.id, run.unstored[0], run.stored() if last else None)
+            run.unstored.pop(0)
 
     async def _settled(self, run: Run) -> bool:
         """Wait the claim's grace on a run paused for review, then whether it still waits for a decision.
@@ -214,7 +287,7 @@ class Recovery:
         """
         if not self.store.shared:
             return False
-        lost = _caused_by(exc, ClaimLostError) or self.store.interrupted(exc)
+        lost = error_in_chain(exc, ClaimLostError) is not None or self.store.interrupted(exc)
         if not lost:
             try:
                 await asyncio.to_thread(self.store.confirm, run.thread_id)
@@ -269,15 +342,3 @@ class Recovery:
             raise
         except Exception:  # noqa: BLE001 - a claim that cannot be given up ends with the connection
             logger.warning("could not release the claim on thread %s", thread_id, exc_info=True)
-
-
-def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
-    """Whether ``exc`` or an error it was raised from (or during) is a ``kind``."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, kind):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False

@@ -47,6 +47,8 @@ class Run:
     events: list[dict[str, Any]] = field(default_factory=list)
     output: dict[str, Any] | None = None
     error: str | None = None
+    unstored: list[dict[str, Any]] = field(default_factory=list)
+    """Its events that the store refused to write (a read-only database), oldest first: written once it takes them."""
     task: asyncio.Task[None] | None = None
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
@@ -98,14 +100,20 @@ class Run:
 
 
 async def follow_store(
-    store: RunStore, run_id: str, after: int, stop: Callable[[], bool], poll: float | None = None
+    store: RunStore,
+    run_id: str,
+    after: int,
+    stop: Callable[[], bool],
+    poll: float | None = None,
+    held: Callable[[], list[dict[str, Any]] | None] = lambda: None,
 ) -> AsyncIterator[dict[str, Any]]:
     """The events of a run in a shared store, numbered above ``after``, until the run ends.
 
     Whichever replica writes them, they are read back (off the event loop) as soon as the store
     announces a change (:meth:`RunStore.watch`), else every ``poll`` seconds (default: the store's
     ``follow_poll_s``). A run paused for review has not ended; ``stop()`` true (the server shutting
-    down) ends the stream.
+    down) ends the stream. ``held()``: the run's events when this process holds its end in memory
+    (the store refused to write it), which end the stream; else None.
     """
     poll = store.follow_poll_s if poll is None else poll
     position = after
@@ -118,6 +126,12 @@ async def follow_store(
                 position = int(event["id"])
             if fresh:
                 continue
+            kept = held()
+            if kept is not None:  # its end is held here, unstored: the rest is read from memory
+                for event in kept:
+                    if int(event["id"]) > position:
+                        yield event
+                return
             if stop():
                 return
             row = await asyncio.to_thread(store.get_row, run_id)

@@ -89,6 +89,7 @@ class RunManager(Recovery):
         self.store = store if store is not None else RunStore()
         self._slots = asyncio.Semaphore(max_concurrent)
         self._runs: dict[str, Run] = {}
+        self._held: dict[str, Run] = {}
         self._dropping: set[asyncio.Task[None]] = set()
 
     @property
@@ -105,17 +106,18 @@ class RunManager(Recovery):
         return self._runs.get(run_id)
 
     async def aget(self, run_id: str) -> Run | None:
-        """The run with this id: this process's while it runs here, else, with a shared store, as stored."""
+        """The run with this id: this process's while it runs or its end is held here; else, shared, as stored."""
         run = self._runs.get(run_id)
-        if not self.store.shared or (run is not None and run.live):
+        if not self.store.shared or (run is not None and (run.live or run_id in self._held)):
             return run
         stored = await asyncio.to_thread(self.store.get, run_id)
         return run if stored is None else Run.from_stored(stored)
 
     async def listing(self) -> list[dict[str, Any]]:
         """The runs kept, newest first, as JSON without outputs or event counts (shared store: every replica's)."""
-        if self.store.shared:
-            runs = [Run.from_stored(r) for r in await asyncio.to_thread(self.store.rows, self.keep)]
+        if self.store.shared:  # a run whose end is held here, unstored, as this process has it
+            rows = await asyncio.to_thread(self.store.rows, self.keep)
+            runs = [self._held[r.id] if r.id in self._held else Run.from_stored(r) for r in rows]
         else:
             runs = self.newest()
         return [{k: v for k, v in r.summary().items() if k not in ("output", "events")} for r in runs]
@@ -256,10 +258,16 @@ class RunManager(Recovery):
 
         A run paused for review has not ended: its stream stays open through the decision. With a
         shared store the events are read from it, whichever replica writes them: at once when the
-        store announces a change (PostgreSQL's ``NOTIFY``), else every ``follow_poll_s`` seconds.
+        store announces a change (PostgreSQL's ``NOTIFY``), else every ``follow_poll_s`` seconds;
+        those of a run whose end this process holds, unstored (:meth:`_hold_end`), from memory.
         """
         if self.store.shared:
-            async for event in follow_store(self.store, run.id, after, lambda: self.closing):
+
+            def held() -> list[dict[str, Any]] | None:
+                kept = self._held.get(run.id)
+                return None if kept is None else kept.events
+
+            async for event in follow_store(self.store, run.id, after, lambda: self.closing, held=held):
                 yield event
             return
         position = after + 1
@@ -298,6 +306,8 @@ class RunManager(Recovery):
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._dropping:  # pruning and checkpoint deletions under way: a few seconds to finish
             await asyncio.wait(list(self._dropping), timeout=CLEANUP_GRACE_S)
+        for run_id in self._held:  # their claims go with the store: stored in flight, they are taken up again
+            logger.warning("run %s: its end was never stored (the database refused writes): it will be resumed", run_id)
         for run in list(self._runs.values()):
             if not run.finished:  # cancelled before its task began: it could not say so itself
                 if self.store.durable:
@@ -325,10 +335,13 @@ class RunManager(Recovery):
                     row = run.stored() if changed or event in ("done", "failed") else None
                     await asyncio.to_thread(self._persist, run.id, row, record)
             except StoreWriteError as exc:
+                if not exc.interrupted:
+                    run.unstored.append(record)  # refused: written when the store takes writes again
                 if event not in ENDS:
                     raise  # the run cannot go on unrecorded: it fails (_execute)
                 # Its end, unstored: readers are told all the same. The row still says it is in
-                # flight, so the next start takes it up again.
+                # flight: with a shared store this process holds the end until it can write it
+                # (_hold_end); else the next start takes the run up again.
                 logger.warning("run %s: its %s event could not be stored (%s)", run.id, event, exc)
             finally:
                 run.changed.notify_all()  # whatever happened: a reader waits for no event that came
@@ -360,18 +373,22 @@ class RunManager(Recovery):
         except Exception as exc:  # noqa: BLE001 - any failure of a run is reported to its page
             if await self._left_in_flight(run, exc):
                 return
-            logger.exception("run %s failed", run.id)
             located = [n for n in getattr(exc, "__notes__", []) if n.startswith("SearChain step")]
             message = located[-1] if located else f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, StoreWriteError):
-                message = f"the run could not be stored: {exc}"
+            refused = self.store.refusal(exc)
+            if refused is not None:  # a full disk, a read-only database: the run cannot go on (one line)
+                message = f"the run could not be stored: {refused}"
+                logger.warning("run %s failed: %s", run.id, message)
+            else:
+                logger.exception("run %s failed", run.id)
             run.error = message if len(message) <= MAX_ERROR_CHARS else message[: MAX_ERROR_CHARS - 1] + "…"
             try:
                 await self._emit(run, "failed", {"error": run.error}, "error")
             except ClaimLostError as lost:  # lost just now: the replica that claims it next takes it up
                 logger.warning("run %s: its failure is not stored: %s", run.id, lost)
         finally:
-            await self._release(run.thread_id)
+            if not self._hold_end(run):
+                await self._release(run.thread_id)
             self._evict()
 
     async def _steps(self, run: Run, *, resume: bool, decision: object, settle: bool) -> None:
@@ -445,7 +462,7 @@ class RunManager(Recovery):
     def _evict(self) -> None:
         if self.closing:
             return  # shutting down: a run stopped now is not finished, whatever its page was told
-        finished = [r for r in self._runs.values() if r.finished]
+        finished = [r for r in self._runs.values() if r.finished and r.id not in self._held]
         dropped = [r.thread_id for r in finished[: max(0, len(finished) - self.keep)]]
         for run in finished[: len(dropped)]:
             del self._runs[run.id]
@@ -463,6 +480,9 @@ class RunManager(Recovery):
         if self.store.durable:
             try:  # off the loop, as every write to the store
                 dropped = await asyncio.to_thread(self.store.prune, self.keep)
+            except StoreWriteError as exc:  # refused (read-only, a full disk): the next run tries again
+                logger.warning("could not prune the stored runs: %s", exc)
+                return
             except Exception:  # noqa: BLE001 - a store that cannot prune keeps the runs; the next run tries again
                 logger.warning("could not prune the stored runs", exc_info=True)
                 return

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from searchain_graph._text import redacted_url
 
@@ -36,6 +36,7 @@ __all__ = [
     "StoreWriteError",
     "StoredRun",
     "Watch",
+    "error_in_chain",
     "is_postgres_url",
     "shown_url",
 ]
@@ -65,6 +66,8 @@ COLUMNS = {
 """The columns each table must have (a table of another program, or of another layout, lacks some)."""
 
 logger = logging.getLogger(__name__)
+
+_E = TypeVar("_E", bound=BaseException)
 
 
 class StoreOpenError(ValueError):
@@ -251,6 +254,18 @@ class RunStore:
         """
         return False
 
+    def refusal(self, exc: BaseException) -> str | None:
+        """Why the store refused what ``exc`` (or an error it came from) was writing, when it refused it; else None.
+
+        A refusal lasts (a full disk, a read-only database): the run fails. A connection lost for
+        a moment is no refusal (:meth:`interrupted`).
+        """
+        found = error_in_chain(exc, StoreWriteError)
+        return None if found is None or found.interrupted else str(found)
+
+    def wake(self, run_id: str) -> None:
+        """Wake this process's followers of ``run_id`` (:meth:`watch`): it changed here, in memory."""
+
     def release(self, thread_id: str) -> None:
         """Give up the claim on ``thread_id`` (nothing when it is not held)."""
         with self._claims_lock:
@@ -271,6 +286,18 @@ class RunStore:
 
     def close(self) -> None:
         """Release the store's resources."""
+
+
+def error_in_chain(exc: BaseException, kind: type[_E]) -> _E | None:
+    """``exc`` or the first error it was raised from (or during) that is a ``kind``; None if there is none."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 MemoryRunStore = RunStore
