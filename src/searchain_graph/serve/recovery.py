@@ -15,6 +15,10 @@ flight. A run cut off by the database itself (a restart, a lost connection) is s
 way rather than failed. Whichever replica claims it next resumes it from its last checkpoint, after
 the claim's grace (:attr:`~searchain_graph.serve.store.RunStore.claim_grace_s`), by which time the
 replica that lost it has stopped.
+
+A database that refuses writes (read-only) is no such interruption: the run fails. Its end, which
+the store refused too, is held by its replica (:meth:`Recovery._hold_end`), the claim kept, until
+the store takes it (:meth:`Recovery._store_held`); meanwhile no replica adopts any run.
 """
 
 from __future__ import annotations
