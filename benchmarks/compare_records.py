@@ -1,6 +1,8 @@
 """Two configurations' records on the same questions, side by side: accuracy paired, and cost.
 
-Each argument is ``LABEL=FILE[:METHOD]`` (METHOD defaults to ``searchain``). The first is A, each
+Each argument is ``LABEL=FILE[:METHOD]`` (METHOD defaults to ``searchain``; ``searchain/unrepaired``
+rescores SearChain's records with the answer they had before the answer repairs that only SearChain
+makes, the two-option and date-order repairs, read back from their warnings). The first is A, each
 later one B: for every B, on the questions both answered without error, it prints cover-EM, EM
 and F1 of each, A minus B with a paired 95% bootstrap interval and McNemar's exact p (cover-EM
 and EM), and the mean LLM calls (and those answered from the LLM cache), tokens in and out, and
@@ -13,20 +15,46 @@ seconds a question.
 from __future__ import annotations
 
 import argparse
+import ast
+import re
 import statistics
 from typing import Any
 
 from searchain_graph.evaluation.harness import read_records
+from searchain_graph.evaluation.metrics import score
 from searchain_graph.evaluation.report import latest_records
 from searchain_graph.evaluation.significance import paired_difference
+
+# The answer before each SearChain-only repair, as its warning names it (adaptations.options, .date_order).
+_REPAIRED = (
+    re.compile(r"the answer (?P<q>['\"])(?P<answer>.*?)(?P=q) named neither of the question's options"),
+    re.compile(r"which replaces the answer (?P<q>['\"])(?P<answer>.*?)(?P=q)"),
+)
+
+
+def unrepaired(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` scored with its answer before SearChain's answer repairs (itself when none applied)."""
+    for warning in record.get("warnings") or []:
+        for pattern in _REPAIRED:
+            found = pattern.search(warning)
+            if found:
+                before = ast.literal_eval(found.group("q") + found.group("answer") + found.group("q"))
+                task = record.get("task") or "multihop"
+                return {**record, "prediction": before, "metrics": score(before, record["answers"], task)}
+    return record
 
 
 def records_of(spec: str) -> tuple[str, dict[str, dict[str, Any]]]:
     """``LABEL=FILE[:METHOD]`` -> (label, records by question id, errors left out)."""
     label, _, rest = spec.partition("=")
     path, _, method = rest.partition(":")
-    chosen = [r for r in latest_records(read_records(path)) if r["method"] == (method or "searchain")]
-    return label, {r["qid"]: r for r in chosen if not r.get("error")}
+    method, _, variant = (method or "searchain").partition("/")
+    chosen = [r for r in latest_records(read_records(path)) if r["method"] == method and not r.get("error")]
+    if variant == "unrepaired":
+        chosen = [unrepaired(r) for r in chosen]
+    elif variant:
+        raise SystemExit(f"unknown variant {variant!r} in {spec!r}: the one variant is searchain/unrepaired")
+    return label, {r["qid"]: r for r in chosen}
 
 
 def cost(records: list[dict[str, Any]]) -> str:

@@ -11,6 +11,7 @@ paragraphs) with each candidate:
 * ``rrf``: BM25's and dense's top 50 fused by reciprocal rank (1 / (60 + rank));
 * ``X > reader``: the top 5 of ``X`` re-ranked by the bundled reader's confidence *f* for the
   query (the paper's *f* is a relevance logit), so that the node's one passage is the surest of 5;
+  ``X > reader@N``: the top N (``--depths``: the deeper re-rankings to try besides 5);
 
 each with the node's query alone, and with the query expanded by the answers of the nodes before
 it in its chain (``+path``; never the question). For each, per node query: whether its top 1
@@ -112,7 +113,9 @@ def main() -> None:
     parser.add_argument("--records", action="append", required=True, help="SearChain records (JSONL); repeatable")
     parser.add_argument("--first", type=int, default=100, help="skip the data file's first N questions (reported)")
     parser.add_argument("--out", type=Path, help="also write the table's rows here (JSONL)")
+    parser.add_argument("--depths", default="", help="comma-separated re-ranking depths to try besides 5 (e.g. 10,20)")
     args = parser.parse_args()
+    depths = [int(d) for d in args.depths.split(",") if d.strip()]
 
     examples_all = load_dataset(detect_dataset(args.data), args.data)
     examples = {e["qid"]: e for e in examples_all}
@@ -144,13 +147,13 @@ def main() -> None:
     def by_rrf(text: str) -> Ranked:
         return fused(by_bm25(text), by_dense(text))
 
-    def reranked(base: Callable[[str], Ranked]) -> Callable[[str, str], Ranked]:
+    def reranked(base: Callable[[str], Ranked], depth: int = RERANK_DEPTH) -> Callable[[str, str], Ranked]:
         def rank(text: str, query: str) -> Ranked:
-            top = base(text)[:RERANK_DEPTH]
+            top = base(text)[:depth]
             passages = [Passage(docs[p].page_content, str(docs[p].metadata.get("title") or "")) for p in top]
             outputs = reader.read_batch([(query, passage) for passage in passages])
             order = sorted(range(len(top)), key=lambda i: -(outputs[i].confidence or float("-inf")))
-            return [top[i] for i in order] + base(text)[RERANK_DEPTH:]
+            return [top[i] for i in order] + base(text)[depth:]
 
         return rank
 
@@ -161,6 +164,8 @@ def main() -> None:
 
     candidates = {name: alone(f) for name, f in plain.items()}
     candidates |= {f"{name} > reader": reranked(f) for name, f in plain.items() if name != "dense"}
+    for depth in depths:
+        candidates |= {f"{name} > reader@{depth}": reranked(f, depth) for name, f in plain.items() if name != "dense"}
 
     rows = []
     print(
