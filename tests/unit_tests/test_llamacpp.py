@@ -242,3 +242,24 @@ async def test_a_cancelled_stream_stops_the_engine_at_the_next_token(gguf: Path)
     await asyncio.gather(task, return_exceptions=True)
     assert await ended(calls)
     assert (await llm.ainvoke("Say hi.", max_new_tokens=4)).text  # the slot is free
+
+
+def test_a_decoder_dropped_at_once_does_not_hang_its_process(gguf: Path) -> None:
+    """llama.cpp's HTTP thread must be in its accept loop before a server can be destroyed.
+
+    Without waiting for it, about half of the decoders dropped right after they were made left
+    their destructor waiting for that thread for ever (and the process with it).
+    """
+    import subprocess
+    import sys
+
+    code = (
+        "import gc, sys\n"
+        "from searchain_graph.llms.llamacpp import LlamaCppConfig, LlamaCppDecoder\n"
+        "for _ in range(6):\n"
+        "    LlamaCppDecoder(sys.argv[1], LlamaCppConfig(context=256))\n"
+        "    gc.collect()\n"
+        "print('dropped 6')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(gguf)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "dropped 6" in done.stdout, done.stderr[-2000:]

@@ -41,6 +41,7 @@ import socket
 import struct
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -215,21 +216,46 @@ class LlamaCppDecoder:
         except Exception as exc:  # llama.cpp reports a file it cannot load as a plain exception
             raise LlamaCppUnavailableError(f"llama.cpp could not load {self.gguf}: {exc}") from exc
         self._address = str(self._server.listening_address)
+        self._await_listener()
         self._stats_lock = threading.Lock()
         self._slot_lock = threading.Lock()
         self._slot_fresh = True
         self.stats = DecoderStats()
+
+    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+        if self._socket is not None:
+            return _UnixConnection(self._socket, timeout)
+        host, _, port = self._address.removeprefix("http://").rpartition(":")
+        return http.client.HTTPConnection(host, int(port), timeout=timeout)
+
+    def _await_listener(self, seconds: float = 10.0) -> None:
+        """Return once the server's HTTP thread answers a request.
+
+        Destroying a server whose HTTP thread has not yet entered its accept loop loses the stop
+        request, and the destructor then waits for that thread for ever (seen in about half of the
+        decoders dropped right after they were made). One answered request shows the loop runs.
+        """
+        deadline = time.monotonic() + seconds
+        while True:
+            conn = self._connection(timeout=2)
+            try:
+                conn.request("GET", "/health", headers={"Authorization": f"Bearer {self._key}"})
+                conn.getresponse().read()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    logger.warning("llama.cpp's HTTP listener did not answer within %.0f s", seconds)
+                    return
+                time.sleep(0.01)
+            finally:
+                conn.close()
 
     def _slot_action(self, action: str, filename: str) -> bool:
         """Save or restore slot 0 through the server's own listener; False (and a log line) when it fails."""
         body = json.dumps({"filename": filename})
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self._key}"}
         try:
-            if self._socket is not None:
-                conn: http.client.HTTPConnection = _UnixConnection(self._socket)
-            else:
-                host, _, port = self._address.removeprefix("http://").rpartition(":")
-                conn = http.client.HTTPConnection(host, int(port), timeout=60)
+            conn = self._connection(timeout=60)
             try:
                 conn.request("POST", f"/slots/0?action={action}", body, headers)
                 reply = conn.getresponse()
@@ -381,8 +407,8 @@ class LlamaCppDecoder:
 class _UnixConnection(http.client.HTTPConnection):
     """HTTP over a Unix socket."""
 
-    def __init__(self, path: str) -> None:
-        super().__init__("localhost", timeout=60)
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
         self._path = path
 
     def connect(self) -> None:
