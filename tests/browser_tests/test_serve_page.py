@@ -78,6 +78,9 @@ def _start_serve(log: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     command = [sys.executable, "-m", "searchain_graph", "serve", "--model", "import:tests.fakes:serve_llm"]
+    # As in the unit tests, every round and the tracing call are asked for (the shipped preset
+    # would close this question after two rounds and compose its answer without the tracing call).
+    command += ["--no-close-early", "--no-compose-supported"]
     command += ["--corpus", str(DEMO_CORPUS), "--port", str(port), *extra]
     with log.open("a") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
