@@ -388,11 +388,11 @@ class LlamaCppDecoder:
             new_ids.pop()
             del lps[len(new_ids) :]  # with speculation the ids are the text's, and carry no log-probabilities
             state["finish"] = "stop"
-        self._count(state["final"], len(prompt))
-        self._store_prefix(prompt, int(((state["final"] or {}).get("timings") or {}).get("cache_n", 0)))
+        self._store_prefix(prompt, self._count(state["final"], len(prompt)))
         return new_ids, (lps if logprobs else []), state["finish"]
 
-    def _count(self, final: dict[str, Any] | None, prompt_len: int) -> None:
+    def _count(self, final: dict[str, Any] | None, prompt_len: int) -> int:
+        """Add one call's figures to :attr:`stats`; return the prompt tokens it took from the cache."""
         timings = (final or {}).get("timings") or {}
         reused = int(timings.get("cache_n", 0))
         with self._stats_lock:
@@ -402,6 +402,7 @@ class LlamaCppDecoder:
             self.stats.per_call_reuse.append(reused)
             self.stats.drafted_tokens += int(timings.get("draft_n", 0))
             self.stats.accepted_tokens += int(timings.get("draft_n_accepted", 0))
+        return reused
 
 
 class _UnixConnection(http.client.HTTPConnection):
