@@ -6,7 +6,7 @@ makes, the two-option and date-order repairs, read back from their warnings). Th
 later one B: for every B, on the questions both answered without error, it prints cover-EM, EM
 and F1 of each, A minus B with a paired 95% bootstrap interval and McNemar's exact p (cover-EM
 and EM), and the mean LLM calls (and those answered from the LLM cache), tokens in and out, and
-seconds a question.
+seconds a question. With ``--table``, one Markdown row for each B instead (an ablation table).
 
     python benchmarks/compare_records.py new=docs/results/qwen/choose/hotpotqa-saving.jsonl \\
         before=docs/results/qwen/choose/hotpotqa-base.jsonl
@@ -64,15 +64,51 @@ def cost(records: list[dict[str, Any]]) -> str:
     seconds = statistics.mean(float(r.get("seconds") or 0) for r in records)
     return (
         f"calls {mean('llm_calls'):.2f} (cached {mean('llm_cache_hits'):.2f}), tokens in {mean('input_tokens'):.0f} "
-        f"out {mean('output_tokens'):.1f}, {seconds:.1f} s"
+        f"out {mean('output_tokens'):.1f}, {seconds:.2f} s"
     )
+
+
+def table(a_label: str, a: dict[str, dict[str, Any]], others: list[tuple[str, dict[str, dict[str, Any]]]]) -> str:
+    """A Markdown table: for each B, n, B's cover-EM, A - B in cover-EM and EM (interval, p), and B's cost."""
+    lines = [
+        f"| B | n | B cover-EM | {a_label} − B cover-EM [95%] | gained / lost | p | {a_label} − B EM [95%] "
+        "| same answer | B calls (new) | B tokens out | B seconds a question |",
+        "|---|---:|---:|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for b_label, b in others:
+        shared = sorted(set(a) & set(b))
+        if not shared:
+            lines.append(f"| {b_label} | 0 | | | | | | | | | |")
+            continue
+        rows = [b[q] for q in shared]
+        diff = {
+            m: paired_difference([a[q]["metrics"][m] >= 1 for q in shared], [b[q]["metrics"][m] >= 1 for q in shared])
+            for m in ("cover_em", "em")
+        }
+        c, e = diff["cover_em"], diff["em"]
+        usage = [r.get("usage") or {} for r in rows]
+        calls = statistics.mean(float(u.get("llm_calls") or 0) for u in usage)
+        made = calls - statistics.mean(float(u.get("llm_cache_hits") or 0) for u in usage)
+        lines.append(
+            f"| {b_label} | {len(shared)} | {100 * statistics.mean(r['metrics']['cover_em'] for r in rows):.1f} "
+            f"| {c.difference:+.1f} [{c.low:+.1f}, {c.high:+.1f}] | {c.a_only} / {c.b_only} | {c.p_value:.2f} "
+            f"| {e.difference:+.1f} [{e.low:+.1f}, {e.high:+.1f}] "
+            f"| {sum(a[q]['prediction'] == b[q]['prediction'] for q in shared)} "
+            f"| {calls:.2f} ({made:.2f}) | {statistics.mean(float(u.get('output_tokens') or 0) for u in usage):.0f} "
+            f"| {statistics.mean(float(r.get('seconds') or 0) for r in rows):.2f} |"
+        )
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", help="LABEL=FILE[:METHOD]; the first is compared with each other")
+    parser.add_argument("--table", action="store_true", help="one Markdown row for each B: A - B paired, and B's cost")
     args = parser.parse_args()
     (a_label, a), *others = [records_of(spec) for spec in args.runs]
+    if args.table:
+        print(table(a_label, a, others))
+        return
     for b_label, b in others:
         shared = sorted(set(a) & set(b))
         if not shared:
