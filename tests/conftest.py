@@ -87,11 +87,12 @@ def tiny_llm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def every_round_and_the_tracing_call(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Unit tests run the tuned preset without the two switches that save LLM calls.
+    """Unit tests run the tuned preset without the switches that save LLM calls and tokens.
 
     Their fake LLMs (tests.fakes) were written for a run that asks every round and the tracing
-    call (three branches, a traced answer); ``close_early`` and ``compose_supported`` end such runs
-    a round or a call sooner. The switches' own tests (``@pytest.mark.shipped_preset``), and every
+    call (three branches, a traced answer) and reads each whole chain; ``close_early`` and
+    ``compose_supported`` end such runs a round or a call sooner, and ``stop_at_final`` stops each
+    reply before its final content. The switches' own tests (``@pytest.mark.shipped_preset``), and every
     integration test, run the preset as it ships.
     """
     if request.node.get_closest_marker("shipped_preset") or request.node.get_closest_marker("integration"):
@@ -100,3 +101,4 @@ def every_round_and_the_tracing_call(request: pytest.FixtureRequest, monkeypatch
 
     monkeypatch.setitem(PRESET_VALUES["tuned"], "close_early", False)
     monkeypatch.setitem(PRESET_VALUES["tuned"], "compose_supported", False)
+    monkeypatch.setitem(PRESET_VALUES["tuned"], "stop_at_final", False)

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.shipped_preset
 
 SAVING = {"stop_at_final": True, "close_early": True, "compose_supported": True}
 OFF = {"stop_at_final": False, "close_early": False, "compose_supported": False}
-"""SearChain as it ran before the switches (the tuned preset now turns close_early and compose_supported on)."""
+"""SearChain as it ran before the switches (the tuned preset now turns stop_at_final and close_early on)."""
 
 
 class StopsRecorded(RuleChatModel):
@@ -172,7 +172,7 @@ def test_the_tuned_preset_saves_calls_and_begins_later_rounds_only_for_a_model_t
     from searchain_graph.method.graph import continues_begun_reply, reader_settings
 
     tuned = Context().resolved(threshold=1.0, reader_yes_no=False)
-    assert (tuned.close_early, tuned.compose_supported, tuned.stop_at_final) == (True, True, False)
+    assert (tuned.close_early, tuned.compose_supported, tuned.stop_at_final) == (True, False, True)
     assert (
         tuned.continuation == "fresh"
         and Context().resolved(threshold=1.0, reader_yes_no=False, continues=True).continuation == "path"

@@ -91,9 +91,9 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "option_answers": True,
         "date_order": True,
         "verify_yes_no": None,  # the reader's answers_yes_no
-        "stop_at_final": False,
+        "stop_at_final": True,
         "close_early": True,
-        "compose_supported": True,
+        "compose_supported": False,  # a chain stopped at its final content concludes nothing to compose from
         "continuation": None,  # the model's: "path" where it continues a begun reply, else "fresh"
     },
 }
@@ -224,7 +224,8 @@ class Context:
     stop_at_final: bool | None = _setting(
         None,
         "Stop each Chain-of-Query reply where its [Final Content] begins, when the tracing reads the final answer "
-        "from the path's passages ('reader', 'reader_confirmed'): the LLM's own final content is not used then.",
+        "from the path's passages ('reader', 'reader_confirmed'): the LLM's own final content is not used then. "
+        "A chain that concludes nothing is always traced, so it turns compose_supported's saving off.",
     )
     close_early: bool | None = _setting(
         None,
@@ -235,7 +236,8 @@ class Context:
         None,
         "No tracing call when the path reaches the chain's end and IR stands behind every step (IR gave the "
         "answer, or the reader's g is in it): the final content is composed from the path, its answer the last "
-        "step's. Questions with two options or a yes/no answer still ask the LLM.",
+        "step's. Questions with two options or a yes/no answer still ask the LLM. Needs the chain's own final content "
+        "(stop_at_final off).",
     )
 
     def __post_init__(self) -> None:
