@@ -109,7 +109,7 @@ def test_the_verdict_keeps_a_stated_answer_only_when_asked() -> None:
     off = Context(confidence_threshold=4.26, stated_answers=False)
     assert ir_verdict(node, result, off, LARA)["action"] == "correction"  # type: ignore[arg-type]
     assert ir_verdict(node, result, on)["action"] == "correction"  # type: ignore[arg-type]
-    assert Context(preset="tuned").resolved(threshold=4.26, reader_yes_no=False).stated_answers is True
+    assert Context(preset="tuned").resolved(threshold=4.26, reader_yes_no=False).stated_answers is False
     assert Context(preset="paper").resolved(threshold=4.26, reader_yes_no=False).stated_answers is False
     with pytest.raises(ValueError, match="stated_answers"):
         Context(stated_answers="yes")  # type: ignore[arg-type]

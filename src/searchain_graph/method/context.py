@@ -84,7 +84,7 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "demonstrations": "turns",
         "duplicates": "meaning",
         "answer_checks": True,
-        "stated_answers": True,
+        "stated_answers": False,  # on the choose set it lost more answers than it kept
         "chain_repair": True,
         "tracing_checks": True,
         "tracing": "reader_confirmed",
