@@ -3,7 +3,9 @@
 Each module is one adaptation, switched by one field of :class:`~searchain_graph.method.context.Context`.
 ``Context(preset="paper")`` turns them all off; the default preset, ``"tuned"``, turns on those
 measured at least harmless on development questions (``docs/method.md`` has the measurement behind
-each; ``tracing`` stays ``"pairs"``, the paper's, in both):
+each, and the choose set's one-switch-off ablation). Two are off in both presets and stay on request:
+``stated_answers`` (in :mod:`.answer_checks`), which lost more answers than it kept on the choose set,
+and ``compose_supported``, whose saving ``stop_at_final`` ends:
 
 =====================================  ============================  =============================================
 module                                 ``Context`` field             what it changes in the paper's method
@@ -16,7 +18,8 @@ module                                 ``Context`` field             what it cha
 :mod:`.tracing_passages`               ``tracing``                   the tracing shown each step's passage
 :mod:`.options`                        ``option_answers``            "A or B?" answered with an option
 :mod:`.date_order`                     ``date_order``                "born first, A or B?" answered from the dates
-:mod:`.closing`                        ``close_early``,              no round after IR changed the last node, no
+:mod:`.closing`                        ``stop_at_final``,            no final content written before the tracing,
+                                       ``close_early``,              no round after IR changed the last node, no
                                        ``compose_supported``         tracing call where IR stands behind every step
 =====================================  ============================  =============================================
 
