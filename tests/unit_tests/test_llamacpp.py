@@ -53,6 +53,21 @@ def test_a_second_question_prefills_only_its_own_tokens(gguf: Path, tokenizer: A
     assert stats.per_call_reuse[-1] >= len(second) + len(reply) - 1
 
 
+def test_a_reply_our_stop_check_ends_is_reused_and_counted(gguf: Path, tokenizer: Any) -> None:
+    """llama.cpp sends no timings to a stream we cancel; the slot still holds its tokens."""
+    decoder = LlamaCppDecoder(gguf, LlamaCppConfig(context=1024), special_ids=[tokenizer.eos_token_id])
+    first = chat(tokenizer, "Describe the city of Toronto in five long sentences.")
+    cut, _, finish = decoder.generate(first, 64, stop=lambda got: len(got) >= 3)
+    assert (len(cut), finish) == (3, "stop")
+    second = first + cut + tokenizer.encode(" and more")
+    again, _, finish = decoder.generate(second, 64, stop=lambda got: len(got) >= 3)
+    assert (len(again), finish) == (3, "stop")
+    assert decoder.stats.per_call_reuse[-1] == len(first) + len(cut)  # counted from what the slot held
+    # llama.cpp's own counter on a call it finishes: the stopped calls' prompts and replies were kept.
+    decoder.generate(second + again + tokenizer.encode(" Yes."), 2)
+    assert decoder.stats.per_call_reuse[-1] >= len(second) + len(again) - 1
+
+
 def test_replies_end_at_the_end_token_or_a_stop_check(plain: LlamaCppDecoder, tokenizer: Any) -> None:
     ids = chat(tokenizer, "Where was Barack Obama born?")
     new, lps, finish = plain.generate(ids, 64, logprobs=True)

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from searchain_graph.llms.hub import ModelNotFoundError
-from searchain_graph.llms.prefix_store import PrefixStore
+from searchain_graph.llms.prefix_store import PrefixStore, common_prefix
 from searchain_graph.llms.sampling import SAMPLING_TOP_K
 from searchain_graph.llms.weights import cache_root, content_key
 
@@ -220,6 +220,9 @@ class LlamaCppDecoder:
         self._stats_lock = threading.Lock()
         self._slot_lock = threading.Lock()
         self._slot_fresh = True
+        # The tokens the one slot holds after the last call: what a call ended by our own stop check
+        # reused, since llama.cpp sends no timings to a stream we cancel. Unknown with several slots.
+        self._held: list[int] | None = [] if cfg.slots == 1 else None
         self.stats = DecoderStats()
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
@@ -278,6 +281,7 @@ class LlamaCppDecoder:
             fresh, self._slot_fresh = self._slot_fresh, False
         if fresh and (found := self.prefixes.best(prompt)) is not None and self._slot_action("restore", found[0]):
             logger.debug("restored %d computed prompt tokens from %s", found[1], found[0])
+            self._held = prompt[: found[1]]
 
     def _store_prefix(self, prompt: list[int], reused: int) -> None:
         """After a call that computed a long prompt the store lacks: save the slot's state for later processes."""
@@ -376,7 +380,11 @@ class LlamaCppDecoder:
             return False
 
         self._restore_prefix(prompt)
+        held = self._held
+        expected = min(common_prefix(held, prompt), len(prompt) - 1) if held is not None else 0
         result = self._server.handle_completions(request, on_chunk)
+        if held is not None:
+            self._held = prompt + new_ids
         if state["error"] is None and isinstance(result, dict) and "error" in result:
             state["error"] = result["error"]
         if state["error"] is not None:
@@ -388,13 +396,17 @@ class LlamaCppDecoder:
             new_ids.pop()
             del lps[len(new_ids) :]  # with speculation the ids are the text's, and carry no log-probabilities
             state["finish"] = "stop"
-        self._store_prefix(prompt, self._count(state["final"], len(prompt)))
+        self._store_prefix(prompt, self._count(state["final"], len(prompt), expected))
         return new_ids, (lps if logprobs else []), state["finish"]
 
-    def _count(self, final: dict[str, Any] | None, prompt_len: int) -> int:
-        """Add one call's figures to :attr:`stats`; return the prompt tokens it took from the cache."""
+    def _count(self, final: dict[str, Any] | None, prompt_len: int, expected: int = 0) -> int:
+        """Add one call's figures to :attr:`stats`; return the prompt tokens it took from the cache.
+
+        A stream ended by our stop check gets no timings: its reuse is then ``expected``, the prefix
+        it shares with what the slot held (llama.cpp reuses that prefix and computes the rest).
+        """
         timings = (final or {}).get("timings") or {}
-        reused = int(timings.get("cache_n", 0))
+        reused = int(timings["cache_n"]) if "cache_n" in timings else expected
         with self._stats_lock:
             self.stats.calls += 1
             self.stats.prompt_tokens += prompt_len
