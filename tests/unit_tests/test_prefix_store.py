@@ -57,6 +57,46 @@ def test_a_new_decoder_starts_from_the_stored_prefix(gguf: Path, tokenizer: Any,
     assert none.stats.per_call_reuse == [0]
 
 
+def test_a_later_prompt_of_another_kind_restores_its_prefix_and_a_round_keeps_the_slot(
+    gguf: Path, tokenizer: Any, tmp_path: Path
+) -> None:
+    """The tracing prompt after the chain's rounds: the slot shares little with it, the store much."""
+    other = " ".join(f"Passage {i}: Kevin Drew founded Broken Social Scene in Toronto." for i in range(25))
+
+    def traced(question: str) -> list[int]:
+        messages = [{"role": "system", "content": other}, {"role": "user", "content": question}]
+        return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)["input_ids"])
+
+    one = decoder(gguf, tokenizer, tmp_path)
+    one.generate(prompt(tokenizer, "Where was Kevin Drew born?"), 4)
+    one.generate(traced("Who founded the band?"), 4)
+    assert len(list(tmp_path.glob("*.bin"))) == 2  # one state of each kind
+
+    two = decoder(gguf, tokenizer, tmp_path)
+    restores: list[str] = []
+    act = two._slot_action
+
+    def counting(action: str, filename: str) -> bool:
+        restores.extend([filename] if action == "restore" else [])
+        return act(action, filename)
+
+    two._slot_action = counting  # type: ignore[method-assign]
+    first = prompt(tokenizer, "Who directed Heat?")
+    reply, _, _ = two.generate(first, 4)
+    later = traced("Where is the band from?")
+    two.generate(later, 4)
+    assert len(restores) == 2  # the first prompt, then the prompt of the other kind
+    assert two.stats.per_call_reuse[1] >= common_prefix(traced("Who founded the band?"), later) - 1
+    turn = list(tokenizer.apply_chat_template(
+        [{"role": "system", "content": other}, {"role": "user", "content": "Where is the band from?"},
+         {"role": "assistant", "content": "Toronto"}, {"role": "user", "content": "And its founder?"}],
+        add_generation_prompt=True, return_dict=True,
+    )["input_ids"])  # fmt: skip
+    two.generate(turn, 4)  # continues the slot's conversation: nothing restored
+    assert len(restores) == 2
+    assert two.stats.per_call_reuse[2] >= common_prefix(later, turn) - 1
+
+
 def test_a_short_prompt_is_not_stored_and_several_slots_keep_nothing(
     gguf: Path, tokenizer: Any, tmp_path: Path
 ) -> None:

@@ -20,7 +20,8 @@ Unix socket in a folder only this user can enter, and asks for a key that only t
   :attr:`LlamaCppDecoder.stats` reads what was reused from llama.cpp's own counters.
 * **Nor in the next process** (:attr:`LlamaCppConfig.prefix_store`, one slot): a long prompt's
   computed state is saved to disk after its call, and a new process restores the stored state
-  that shares the longest prefix with its first prompt (:mod:`.prefix_store`).
+  that shares the longest prefix with its first prompt, or with a later prompt of another kind
+  that the slot shares little with (:mod:`.prefix_store`).
 * **Concurrency.** ``slots`` requests decode together in one batch (llama.cpp's continuous
   batching); more wait for a free slot.
 * **Speculative decoding** (off by default): ``"ngram"`` drafts from n-grams already in the
@@ -274,14 +275,25 @@ class LlamaCppDecoder:
         return True
 
     def _restore_prefix(self, prompt: list[int]) -> None:
-        """Before a fresh slot's first call: restore the stored state sharing the longest prefix with ``prompt``."""
-        if self.prefixes is None:
+        """Before a call: restore the stored state when it saves prefill over what the slot holds.
+
+        A fresh slot holds nothing; a used one its last prompt and reply (``_held``). The stored
+        state sharing the longest prefix with ``prompt`` is taken when it shares at least the
+        store's ``min_tokens`` more than the slot does: a process's first prompt, and a later prompt
+        of another kind (the tracing prompt after the rounds' chain), while a round that continues
+        the slot's conversation keeps the slot.
+        """
+        store = self.prefixes
+        if store is None or self._held is None:
             return
         with self._slot_lock:
             fresh, self._slot_fresh = self._slot_fresh, False
-        if fresh and (found := self.prefixes.best(prompt)) is not None and self._slot_action("restore", found[0]):
-            logger.debug("restored %d computed prompt tokens from %s", found[1], found[0])
-            self._held = prompt[: found[1]]
+        kept = 0 if fresh else common_prefix(self._held, prompt)
+        found = store.best(prompt)
+        if found is None or found[1] - kept < store.min_tokens or not self._slot_action("restore", found[0]):
+            return
+        logger.debug("restored %d computed prompt tokens from %s (the slot held %d)", found[1], found[0], kept)
+        self._held = prompt[: found[1]]
 
     def _store_prefix(self, prompt: list[int], reused: int) -> None:
         """After a call that computed a long prompt the store lacks: save the slot's state for later processes."""

@@ -61,10 +61,11 @@ class PrefixStore:
     Args:
         directory: One folder per model file and llama.cpp build; created when first written.
         max_files: Stored prompts kept; the least recently used are removed beyond it.
-        min_tokens: Shorter prompts, and shorter shared prefixes, are not worth a file.
+        min_tokens: Shorter prompts, and shorter shared prefixes, are not worth a file (128 tokens
+            take about 4 s to compute on two cores, and under 0.1 s to restore).
     """
 
-    def __init__(self, directory: Path, *, max_files: int = 8, min_tokens: int = 256) -> None:
+    def __init__(self, directory: Path, *, max_files: int = 8, min_tokens: int = 128) -> None:
         if max_files < 1 or min_tokens < 1:
             raise ValueError(f"max_files and min_tokens must be at least 1, got {max_files} and {min_tokens}")
         self.directory = Path(directory)
