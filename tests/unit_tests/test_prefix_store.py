@@ -28,9 +28,26 @@ def prompt(tokenizer: Any, question: str) -> list[int]:
     return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)["input_ids"])
 
 
+OTHER = " ".join(f"Passage {i}: Kevin Drew founded Broken Social Scene in Toronto." for i in range(25))
+
+
+def traced(tokenizer: Any, question: str) -> list[int]:
+    """A prompt of another kind than :func:`prompt`'s (as the tracing prompt is to the CoQ prompt)."""
+    messages = [{"role": "system", "content": OTHER}, {"role": "user", "content": question}]
+    return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)["input_ids"])
+
+
 def decoder(gguf: Path, tokenizer: Any, store: Path | None) -> LlamaCppDecoder:
     config = LlamaCppConfig(context=2048, prefix_store=str(store) if store else None)
     return LlamaCppDecoder(gguf, config, special_ids=[tokenizer.eos_token_id])
+
+
+def store_both_kinds(gguf: Path, tokenizer: Any, store: Path) -> None:
+    """One process's calls, one of each kind of prompt: each kind's state is stored."""
+    one = decoder(gguf, tokenizer, store)
+    one.generate(prompt(tokenizer, "Where was Kevin Drew born?"), 4)
+    one.generate(traced(tokenizer, "Who founded the band?"), 4)
+    assert len(list(store.glob("*.bin"))) == 2
 
 
 def test_a_new_decoder_starts_from_the_stored_prefix(gguf: Path, tokenizer: Any, tmp_path: Path) -> None:
@@ -61,17 +78,7 @@ def test_a_later_prompt_of_another_kind_restores_its_prefix_and_a_round_keeps_th
     gguf: Path, tokenizer: Any, tmp_path: Path
 ) -> None:
     """The tracing prompt after the chain's rounds: the slot shares little with it, the store much."""
-    other = " ".join(f"Passage {i}: Kevin Drew founded Broken Social Scene in Toronto." for i in range(25))
-
-    def traced(question: str) -> list[int]:
-        messages = [{"role": "system", "content": other}, {"role": "user", "content": question}]
-        return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)["input_ids"])
-
-    one = decoder(gguf, tokenizer, tmp_path)
-    one.generate(prompt(tokenizer, "Where was Kevin Drew born?"), 4)
-    one.generate(traced("Who founded the band?"), 4)
-    assert len(list(tmp_path.glob("*.bin"))) == 2  # one state of each kind
-
+    store_both_kinds(gguf, tokenizer, tmp_path)
     two = decoder(gguf, tokenizer, tmp_path)
     restores: list[str] = []
     act = two._slot_action
@@ -83,18 +90,36 @@ def test_a_later_prompt_of_another_kind_restores_its_prefix_and_a_round_keeps_th
     two._slot_action = counting  # type: ignore[method-assign]
     first = prompt(tokenizer, "Who directed Heat?")
     reply, _, _ = two.generate(first, 4)
-    later = traced("Where is the band from?")
+    later = traced(tokenizer, "Where is the band from?")
     two.generate(later, 4)
     assert len(restores) == 2  # the first prompt, then the prompt of the other kind
-    assert two.stats.per_call_reuse[1] >= common_prefix(traced("Who founded the band?"), later) - 1
+    assert two.stats.per_call_reuse[1] >= common_prefix(traced(tokenizer, "Who founded the band?"), later) - 1
     turn = list(tokenizer.apply_chat_template(
-        [{"role": "system", "content": other}, {"role": "user", "content": "Where is the band from?"},
+        [{"role": "system", "content": OTHER}, {"role": "user", "content": "Where is the band from?"},
          {"role": "assistant", "content": "Toronto"}, {"role": "user", "content": "And its founder?"}],
         add_generation_prompt=True, return_dict=True,
     )["input_ids"])  # fmt: skip
     two.generate(turn, 4)  # continues the slot's conversation: nothing restored
     assert len(restores) == 2
     assert two.stats.per_call_reuse[2] >= common_prefix(later, turn) - 1
+
+
+def test_a_restore_that_fails_is_not_tried_again_and_the_prompt_is_computed(
+    gguf: Path, tokenizer: Any, tmp_path: Path
+) -> None:
+    store_both_kinds(gguf, tokenizer, tmp_path)
+    two = decoder(gguf, tokenizer, tmp_path)
+    actions: list[str] = []
+
+    def refused(action: str, filename: str) -> bool:
+        actions.append(action)
+        return False
+
+    two._slot_action = refused  # type: ignore[method-assign]
+    reply, _, _ = two.generate(prompt(tokenizer, "Who directed Heat?"), 4)
+    assert reply and actions == ["restore"] and two.stats.per_call_reuse == [0]
+    two.generate(traced(tokenizer, "Where is the band from?"), 2)  # the store holds its kind: not tried again
+    assert actions.count("restore") == 1
 
 
 def test_a_short_prompt_is_not_stored_and_several_slots_keep_nothing(

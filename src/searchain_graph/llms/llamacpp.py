@@ -219,8 +219,7 @@ class LlamaCppDecoder:
         self._address = str(self._server.listening_address)
         self._await_listener()
         self._stats_lock = threading.Lock()
-        self._slot_lock = threading.Lock()
-        self._slot_fresh = True
+        self._restore_failed = False
         # The tokens the one slot holds after the last call: what a call ended by our own stop check
         # reused, since llama.cpp sends no timings to a stream we cancel. Unknown with several slots.
         self._held: list[int] | None = [] if cfg.slots == 1 else None
@@ -284,13 +283,14 @@ class LlamaCppDecoder:
         the slot's conversation keeps the slot.
         """
         store = self.prefixes
-        if store is None or self._held is None:
+        if store is None or self._held is None or self._restore_failed:
             return
-        with self._slot_lock:
-            fresh, self._slot_fresh = self._slot_fresh, False
-        kept = 0 if fresh else common_prefix(self._held, prompt)
+        kept = common_prefix(self._held, prompt)  # 0 for a fresh slot
         found = store.best(prompt)
-        if found is None or found[1] - kept < store.min_tokens or not self._slot_action("restore", found[0]):
+        if found is None or found[1] - kept < store.min_tokens:
+            return
+        if not self._slot_action("restore", found[0]):
+            self._restore_failed = True  # logged once; this decoder computes its prompts from now on
             return
         logger.debug("restored %d computed prompt tokens from %s (the slot held %d)", found[1], found[0], kept)
         self._held = prompt[: found[1]]
