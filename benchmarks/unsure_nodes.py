@@ -23,12 +23,13 @@ Choose on the choose set's records only, never on a report set's.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from searchain_graph.evaluation.dataset_loading import detect_dataset, load_dataset
+from searchain_graph.evaluation.harness import read_records
+from searchain_graph.evaluation.report import latest_records
 from searchain_graph.method.parsing import answer_contains, normalize_answer
 
 SUPPORTED_SHARE = 0.5
@@ -91,19 +92,19 @@ def main() -> None:
     args = parser.parse_args()
 
     examples = {e["qid"]: e for e in load_dataset(detect_dataset(args.data), args.data)}
-    latest: dict[str, dict[str, Any]] = {}
-    for line in args.records.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line) if line.strip() else {}
-        if record.get("method") == "searchain" and record.get("tree") and record.get("qid") in examples:
-            latest[record["qid"]] = record
+    records = [
+        r
+        for r in latest_records(read_records(args.records))
+        if r.get("method") == "searchain" and r.get("tree") and r.get("qid") in examples
+    ]
     counts = {kind: dict.fromkeys([key for _, key in ROWS], 0) for kind in ("right", "wrong")}
-    for qid, record in latest.items():
-        paragraphs = {p["title"]: p["text"] for p in examples[qid]["paragraphs"]}
+    for record in records:
+        paragraphs = {p["title"]: p["text"] for p in examples[record["qid"]]["paragraphs"]}
         theta = args.theta if args.theta is not None else record_theta(record)
         kind = "right" if record["metrics"]["cover_em"] else "wrong"
         for row in classify(record, paragraphs, theta):
             counts[kind][row] += 1
-    print(f"{len(latest)} SearChain record(s) of {args.records}")
+    print(f"{len(records)} SearChain record(s) of {args.records}")
     print("| questions | answered right | answered wrong |")
     print("|---|---:|---:|")
     for label, key in ROWS:
