@@ -273,7 +273,7 @@ class LlamaCppDecoder:
             return False
         return True
 
-    def _restore_prefix(self, prompt: list[int]) -> None:
+    def _restore_prefix(self, prompt: list[int]) -> int:
         """Before a call: restore the stored state when it saves prefill over what the slot holds.
 
         A fresh slot holds nothing; a used one its last prompt and reply (``_held``). The stored
@@ -281,19 +281,25 @@ class LlamaCppDecoder:
         store's ``min_tokens`` more than the slot does: a process's first prompt, and a later prompt
         of another kind (the tracing prompt after the rounds' chain), while a round that continues
         the slot's conversation keeps the slot.
+
+        Returns:
+            The prompt's tokens the slot holds now (0 with several slots, where it is not known).
         """
-        store = self.prefixes
-        if store is None or self._held is None or self._restore_failed:
-            return
+        if self._held is None:
+            return 0
         kept = common_prefix(self._held, prompt)  # 0 for a fresh slot
+        store = self.prefixes
+        if store is None or self._restore_failed:
+            return kept
         found = store.best(prompt)
         if found is None or found[1] - kept < store.min_tokens:
-            return
+            return kept
         if not self._slot_action("restore", found[0]):
             self._restore_failed = True  # logged once; this decoder computes its prompts from now on
-            return
+            return kept
         logger.debug("restored %d computed prompt tokens from %s (the slot held %d)", found[1], found[0], kept)
         self._held = prompt[: found[1]]
+        return found[1]
 
     def _store_prefix(self, prompt: list[int], reused: int) -> None:
         """After a call that computed a long prompt the store lacks: save the slot's state for later processes."""
@@ -391,11 +397,9 @@ class LlamaCppDecoder:
                 state["final"] = data
             return False
 
-        self._restore_prefix(prompt)
-        held = self._held
-        expected = min(common_prefix(held, prompt), len(prompt) - 1) if held is not None else 0
+        expected = min(self._restore_prefix(prompt), len(prompt) - 1)
         result = self._server.handle_completions(request, on_chunk)
-        if held is not None:
+        if self._held is not None:
             self._held = prompt + new_ids
         if state["error"] is None and isinstance(result, dict) and "error" in result:
             state["error"] = result["error"]
