@@ -11,7 +11,7 @@ evaluation records (one per question and method):
 * :func:`copying_section`: answers and chains that name an entity of the method's demonstrations
   (its record's ``demonstration_names``) for a question not about it;
 * :func:`repairs_section`: how often each repair of a chain fired (the warnings the graph
-  records: a loop ended, a cut node dropped, an answer that restates its query, no node at all,
+  records: a loop ended, a cut node dropped, an answer that says it is unknown, no node at all,
   a pending feedback at ``max_rounds``);
 * :func:`reverts_section`: how often a later round repeated a node IR had changed with the answer
   IR rejected (:func:`reverted_nodes`): the LLM took the correction back;
@@ -61,7 +61,7 @@ __all__ = [
 REPAIRS: dict[str, str] = {
     "loop ended": "a loop; the chain ends at node",
     "cut node dropped": "cut by the token budget; its last node",
-    "restated answer -> unsolved": "only restates its query or says it is unknown",
+    "unknown answer -> unsolved": "says it is unknown; treated as unsolved",
     "no node: question completed": "the question itself is completed by IR",
     "copied node -> unsolved": "names the worked example's",
     "copied tracing -> composed": "the tracing output repeats the worked example",

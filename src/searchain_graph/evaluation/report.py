@@ -28,7 +28,7 @@ tables follow the paper (Xu et al., WWW 2024):
 * **Demonstration copying**: answers and chains that name an entity of the prompt's worked
   examples for a question not about it (the method's ``demonstration_names``);
 * **Chain repairs**: how often each repair of a chain fired (a loop ended, a cut node dropped, a
-  restated answer taken as unsolved, ...);
+  node answering "unknown" taken as unsolved, ...);
 * **Replies cut by the token budget**: one-call replies the budget ended before they stated an
   answer (:mod:`~searchain_graph.evaluation.budget`), per method: a figure they lower is a floor;
 * **Corrections taken back**: how often a later round repeated a node IR had changed with the

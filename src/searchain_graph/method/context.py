@@ -191,12 +191,12 @@ class Context:
     stated_answers: bool | None = _setting(
         None,
         "A confident g does not overrule an answer the question itself states (the LLM's answer is the "
-        "question's words) unless g contains it. Empty: 'paper' does not; 'tuned' does.",
+        "question's words) unless g contains it. Empty: off in both presets.",
     )
     chain_repair: bool | None = _setting(
         None,
         "Repair the parsed chain before IR checks it: drop a node cut by the token budget, treat an answer that "
-        "restates its query or copies the worked example as unsolved, complete the question when no node is left.",
+        "says it is unknown or copies the worked example as unsolved, complete the question when no node is left.",
     )
     tracing_checks: bool | None = _setting(
         None,

@@ -3,8 +3,8 @@
 The paper checks every node the LLM wrote. A small model's chain holds nodes that answer nothing:
 
 * a reply cut by the token budget ends in a half-written node ("What was Cor");
-* an answer that only restates its query, or says it is unknown ("Corliss Archer is Corliss
-  Archer", "Not provided"), is an unsolved query written as an answer;
+* an answer that says it is unknown ("Unknown.", "I don't know", "Not provided") is an unsolved
+  query written as an answer;
 * an answer that names an entity of the prompt's worked example for a question that does not
   ("Toronto Coach Terminal" for a bus station in Ohio) copied the demonstration;
 * a reply with no node at all leaves IR nothing to check.
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from searchain_graph.method.parsing import STOPWORDS, ParsedChain, answer_contains, normalize_answer
 from searchain_graph.method.state import ChainNode
 
-__all__ = ["copied_names", "restates_query", "settle_nodes"]
+__all__ = ["copied_names", "says_unknown", "settle_nodes"]
 
 _NO_KNOWLEDGE = frozenset(
     "unknown not known know don t do i no information idea answer cannot can sure unsure unclear available "
@@ -31,25 +31,26 @@ _NO_KNOWLEDGE = frozenset(
 _NUMERAL_I = re.compile(r"[A-Za-z0-9]\s+I\b(?!['’])")
 """An "I" after a word: a Roman numeral ("Division I."), where the pronoun starts its clause."""
 _GENERIC = frozenset("actress actor person people man woman name named called someone character role".split())
-"""Words that name no one: "played by actress Corliss Archer" says nothing "played Corliss Archer" did not."""
+"""Words that name no one: "the actress is unknown" says no more than "unknown"."""
 
 
-def restates_query(query: str, answer: str | None) -> bool:
-    """Whether ``answer`` answers nothing: it only restates ``query``, or says it is unknown.
+def says_unknown(answer: str | None) -> bool:
+    """Whether ``answer`` answers nothing because it says that the answer is unknown.
 
     True when, after normalisation and without function words, every word of the answer is a word
-    of the query or of a "not known" phrasing (``"Corliss Archer is Corliss Archer"`` for "Who
-    played Corliss Archer?", ``"Unknown."``, ``"I don't know"``, ``"Not provided"``), or no word
-    is left. A yes/no answer is an answer.
+    of a "not known" phrasing or a word that names no one (``"Unknown."``, ``"I don't know"``,
+    ``"Not provided"``, ``"The actress is unknown"``), or no word is left. A yes/no answer is an
+    answer. An answer made of the query's own words is an answer too: a query often names its
+    answer among others ("Who performed ... by Dillon Francis and DJ Snake?" → "DJ Snake"), and
+    words alone cannot tell that from a restatement.
     """
     if not answer or re.match(r"^\W*(yes|no)\b", answer, re.IGNORECASE):
         return False
     said = set(normalize_answer(answer).split()) - STOPWORDS
-    asked = set(normalize_answer(query).split())
     # "I" right after a word is the numeral ("Division I", "World War I"), not the pronoun of
     # "I don't know": then it is a word of the answer.
     unknown = _NO_KNOWLEDGE - {"i"} if _NUMERAL_I.search(answer) else _NO_KNOWLEDGE
-    return said <= asked | unknown | _GENERIC
+    return said <= unknown | _GENERIC
 
 
 def copied_names(text: str | None, question: str, names: Sequence[str]) -> list[str]:
@@ -70,8 +71,7 @@ def settle_nodes(nodes: list[ChainNode], question: str, *, truncated: bool, name
 
     * A reply cut by the token budget (``truncated``, with no final content) may end in a
       half-written node ("What was Cor"): its last node is dropped, never checked or sent back.
-    * A node whose answer only restates its query, or says it is unknown
-      (:func:`~searchain_graph.method.parsing.restates_query`), answers nothing: it is marked
+    * A node whose answer says it is unknown (:func:`says_unknown`) answers nothing: it is marked
       unsolved, so that IR completes it.
     * A node whose answer names an entity of the prompt's demonstrations (``names``) that neither
       the question nor the node's query names copied the worked example ("Toronto Coach
@@ -84,11 +84,10 @@ def settle_nodes(nodes: list[ChainNode], question: str, *, truncated: bool, name
         last = out.nodes.pop()
         out.warnings.append(f"the reply was cut by the token budget; its last node {last['query'][:80]!r} was dropped")
     for node in out.nodes:
-        if not node["unsolved"] and restates_query(node["query"], node["answer"]):
+        if not node["unsolved"] and says_unknown(node["answer"]):
             node["unsolved"] = True
             out.warnings.append(
-                f"node {node['index']}'s answer {str(node['answer'])[:80]!r} only restates its query or says it is "
-                "unknown; treated as unsolved"
+                f"node {node['index']}'s answer {str(node['answer'])[:80]!r} says it is unknown; treated as unsolved"
             )
         elif not node["unsolved"] and (copied := copied_names(node["answer"], f"{question} {node['query']}", names)):
             node["unsolved"] = True
