@@ -7,6 +7,8 @@ later one B: for every B, on the questions both answered without error, it print
 and F1 of each, A minus B with a paired 95% bootstrap interval and McNemar's exact p (cover-EM
 and EM), and the mean LLM calls (and those answered from the LLM cache), tokens in and out, and
 seconds a question. With ``--table``, one Markdown row for each B instead (an ablation table).
+``--rows 101:251`` keeps the questions at those places of A's file (1-based, both ends kept): a
+claim checked on questions the choices were not made on.
 
     python benchmarks/compare_records.py new=docs/results/qwen/choose/hotpotqa-saving.jsonl \\
         before=docs/results/qwen/choose/hotpotqa-base.jsonl
@@ -57,6 +59,18 @@ def records_of(spec: str) -> tuple[str, dict[str, dict[str, Any]]]:
     return label, {r["qid"]: r for r in chosen}
 
 
+def row_range(text: str) -> tuple[int, int]:
+    """``"101:251"`` -> (101, 251); an empty end is the file's end."""
+    start, sep, end = text.partition(":")
+    try:
+        first, last = int(start), int(end) if end else 10**9
+    except ValueError:
+        first = last = 0
+    if not sep or first < 1 or last < first:
+        raise argparse.ArgumentTypeError(f"{text!r} is not START:END with 1 <= START <= END")
+    return first, last
+
+
 def cost(records: list[dict[str, Any]]) -> str:
     def mean(key: str) -> float:
         return statistics.mean(float((r.get("usage") or {}).get(key) or 0) for r in records)
@@ -104,8 +118,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", help="LABEL=FILE[:METHOD]; the first is compared with each other")
     parser.add_argument("--table", action="store_true", help="one Markdown row for each B: A - B paired, and B's cost")
+    parser.add_argument("--rows", type=row_range, help="START:END: the questions at those places of A's file (1-based)")
     args = parser.parse_args()
     (a_label, a), *others = [records_of(spec) for spec in args.runs]
+    if args.rows:
+        start, end = args.rows
+        a = dict(list(a.items())[start - 1 : end])
     if args.table:
         print(table(a_label, a, others))
         return
