@@ -107,6 +107,9 @@ def test_a_reply_cut_at_the_reply_limit_is_truncated_too() -> None:
         # An answer in the query's own words is an answer: the query often names its answer among
         # others ("Who performed ... by Dillon Francis and DJ Snake?" -> "DJ Snake").
         ("DJ Snake.", False),
+        # A word that names no one is an answer on its own (the choose set's "Actor" for a profession).
+        ("Actor.", False),
+        ("actress", False),
         ("Corliss Archer is Corliss Archer.", False),
     ],
 )

@@ -37,12 +37,13 @@ _GENERIC = frozenset("actress actor person people man woman name named called so
 def says_unknown(answer: str | None) -> bool:
     """Whether ``answer`` answers nothing because it says that the answer is unknown.
 
-    True when, after normalisation and without function words, every word of the answer is a word
-    of a "not known" phrasing or a word that names no one (``"Unknown."``, ``"I don't know"``,
-    ``"Not provided"``, ``"The actress is unknown"``), or no word is left. A yes/no answer is an
-    answer. An answer made of the query's own words is an answer too: a query often names its
-    answer among others ("Who performed ... by Dillon Francis and DJ Snake?" → "DJ Snake"), and
-    words alone cannot tell that from a restatement.
+    True when, after normalisation and without function words, the answer has a word of a "not
+    known" phrasing and every other word names no one (``"Unknown."``, ``"I don't know"``, ``"Not
+    provided"``, ``"The actress is unknown"``), or no word is left. A yes/no answer is an answer,
+    and so is a word that names no one on its own ("Actor." for a profession). An answer made of
+    the query's own words is an answer too: a query often names its answer among others ("Who
+    performed ... by Dillon Francis and DJ Snake?" → "DJ Snake"), and words alone cannot tell that
+    from a restatement.
     """
     if not answer or re.match(r"^\W*(yes|no)\b", answer, re.IGNORECASE):
         return False
@@ -50,7 +51,7 @@ def says_unknown(answer: str | None) -> bool:
     # "I" right after a word is the numeral ("Division I", "World War I"), not the pronoun of
     # "I don't know": then it is a word of the answer.
     unknown = _NO_KNOWLEDGE - {"i"} if _NUMERAL_I.search(answer) else _NO_KNOWLEDGE
-    return said <= unknown | _GENERIC
+    return not said or (said <= unknown | _GENERIC and bool(said & unknown))
 
 
 def copied_names(text: str | None, question: str, names: Sequence[str]) -> list[str]:
