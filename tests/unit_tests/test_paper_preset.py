@@ -206,9 +206,9 @@ def _graph(respond: Any, **settings: Any) -> Any:
 
 @pytest.mark.parametrize("on", [True, False])
 def test_each_adaptation_is_one_switch(on: bool) -> None:
-    # chain_repair: an answer that restates its query is made an unsolved query (IR completes it).
-    restated = "[Query 1]: Where was Kevin Drew born?\n[Answer 1]: Kevin Drew was born.\n[Final Content]: Kevin Drew."
-    out = _graph(lambda m: tracing_reply(m) or restated, chain_repair=on, max_rounds=1).invoke({"question": QUESTION})
+    # chain_repair: an answer that says it is unknown is made an unsolved query (IR completes it).
+    unknown = "[Query 1]: Where was Kevin Drew born?\n[Answer 1]: Unknown.\n[Final Content]: Kevin Drew."
+    out = _graph(lambda m: tracing_reply(m) or unknown, chain_repair=on, max_rounds=1).invoke({"question": QUESTION})
     assert out["tree"][0]["checks"][0]["action"] == ("completion" if on else "correction")
     # tracing_checks: a tracing output that cites nothing is replaced by content composed from the path.
     uncited = _graph(lambda m: "Toronto." if is_tracing(m) else CHAIN_FIXED, tracing_checks=on)
