@@ -11,8 +11,10 @@ answers, ids and order still have to match exactly.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -23,8 +25,27 @@ import pytest
 
 from searchain_graph.ir.readers.base import ReaderOutput
 
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository's root."""
+
 FLOAT_TOLERANCE: dict[str, float] = {"rel": 1e-5, "abs": 1e-4}
 """Tolerance for float32 results of two code paths: float32 rounding is about 6e-8 relative."""
+
+
+def script_module(path: str, *, register: bool = False) -> Any:
+    """The script at ``path`` (from the repository's root: a benchmark, an example) imported as a module.
+
+    ``register`` also puts it in ``sys.modules`` under its file's name, where dataclasses look
+    their module up.
+    """
+    name = Path(path).stem
+    spec = importlib.util.spec_from_file_location(name, ROOT / path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    if register:
+        sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def close(value: Any) -> Any:

@@ -17,6 +17,7 @@ import pytest
 
 from searchain_graph.ir.corpus import load_corpus, passage_text
 from searchain_graph.ir.index_dir import read_manifest
+from tests.helpers import script_module
 from tests.tiny_models import build_tiny_colbert, build_tiny_dpr
 
 pytestmark = pytest.mark.integration
@@ -26,10 +27,7 @@ DEMO = ROOT / "examples/data/searchain_demo.jsonl"
 
 
 def _example() -> object:
-    spec = importlib.util.spec_from_file_location("paper_setup", ROOT / "examples/paper_setup.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module: object = script_module("examples/paper_setup.py")
     return module
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -11,15 +10,11 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import script_module
 
 
 def _module() -> Any:
-    spec = importlib.util.spec_from_file_location("compare_records", ROOT / "benchmarks" / "compare_records.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("benchmarks/compare_records.py")
 
 
 def _write(path: Path, right: list[bool]) -> None:

@@ -18,9 +18,8 @@ from searchain_graph.method.adaptations.query_kinds import (
 )
 from searchain_graph.method.adaptations.same_meaning import SemanticDuplicate, packaged_encoder
 from tests.fakes import QUESTION, ScriptedReader, retriever
+from tests.helpers import script_module
 from tests.unit_tests.test_graph import CONFIDENT, correcting_llm
-
-ROOT = Path(__file__).resolve().parents[2]
 
 PARAPHRASE = ("Where was Kevin Drew born?", "In which city was Kevin Drew born?")
 DIFFERENT = ("Where was Kevin Drew born?", "Who is the performer of Spirit If...?")
@@ -245,13 +244,9 @@ def test_the_replay_lists_the_recorded_duplicates_the_guard_now_rejects(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``benchmarks/duplicate_replay.py`` over a results file: which records must run again after a guard change."""
-    import importlib.util
     import json
 
-    spec = importlib.util.spec_from_file_location("duplicate_replay", ROOT / "benchmarks" / "duplicate_replay.py")
-    assert spec is not None and spec.loader is not None
-    replay = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(replay)
+    replay = script_module("benchmarks/duplicate_replay.py")
 
     bank = "What was the name of the bank that bought FleetBoston Financial?"
     skipped = {"query": bank.replace("the name", "the original name"), "duplicate_of": {"round": 1, "query": bank}}

@@ -10,28 +10,22 @@ optimiser from the checkpoint and draws the same dropout, seeded by the step).
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests.helpers import script_module
 from tests.tiny_models import TINY_SIZES
 
-ROOT = Path(__file__).resolve().parents[2]
 CITIES = ["Toronto", "Montreal", "Paris", "Lyon", "Berlin", "Munich", "Rome", "Milan", "Oslo"]
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("train_reader", ROOT / "training" / "train_reader.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["train_reader"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
+    module: ModuleType = script_module("training/train_reader.py", register=True)
     return module
 
 
@@ -148,10 +142,7 @@ def test_the_gpu_script_trains_evaluates_and_exports_on_any_device(
     dev = [["q1", "Where was singer number 00 born?", "Article 0", "The singer number 00 was born in Toronto."]]
     with lzma.open(tmp_path / "dev.json.xz", "wt", encoding="utf-8") as fh:
         json.dump(dev, fh)
-    spec = importlib.util.spec_from_file_location("train_reader_gpu", ROOT / "training" / "train_reader_gpu.py")
-    assert spec is not None and spec.loader is not None
-    gpu = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gpu)
+    gpu = script_module("training/train_reader_gpu.py")
     out = tmp_path / "gpu"
     argv = ["--pairs", str(tmp_path / "pairs.json.xz"), "--dev", str(tmp_path / "dev.json.xz")]
     argv += ["--init", str(tmp_path / "init"), "--out", str(out), "--device", "cpu", "--workers", "0"]

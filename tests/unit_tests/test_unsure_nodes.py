@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import script_module
 
 
 def _module() -> Any:
-    spec = importlib.util.spec_from_file_location("unsure_nodes", ROOT / "benchmarks" / "unsure_nodes.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("benchmarks/unsure_nodes.py")
 
 
 def _ref(answer: str, title: str, confidence: float, g: str, source: str = "llm") -> dict[str, Any]:
