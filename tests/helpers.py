@@ -1,5 +1,6 @@
 """Helpers shared by the tests: float results of two code paths compared with a tolerance,
-a web app run's server-sent events read to the end, and an ASGI app served on 127.0.0.1.
+a web app run's server-sent events read to the end, an ASGI app served on 127.0.0.1, and a
+script of the repository (a benchmark, an example) imported by its path.
 
 Two code paths that compute the same value in float32 (a batch against a single read, an
 async call against a sync one, mini-batches against one batch) may differ in the last
