@@ -1,4 +1,4 @@
-"""The calls a run saves: ``stop_at_final``, ``close_early`` and ``compose_supported`` (adaptations.closing)."""
+"""The calls a run saves: ``stop_at_final``, ``close_early``, ``check_on``, ``compose_supported`` (closing)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,20 @@ from searchain_graph import Context, ReaderOutput, create_searchain_graph
 from searchain_graph.method.adaptations.closing import (
     FINAL_MARKER,
     asks_for_last_answer,
+    builds_on,
     closes_chain,
     supported_answer,
 )
-from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, is_tracing, retriever, tree_llm
+from tests.fakes import (
+    QUESTION,
+    TREE_READS,
+    RuleChatModel,
+    ScriptedReader,
+    is_tracing,
+    retriever,
+    tracing_reply,
+    tree_llm,
+)
 from tests.unit_tests.test_graph import CONFIDENT, correcting_llm
 
 pytestmark = pytest.mark.shipped_preset
@@ -66,6 +76,64 @@ def test_close_early_saves_the_round_after_ir_changed_the_last_node() -> None:
     assert now["answer"] == before["answer"] == "Toronto Coach Terminal"
     assert [r["query"] for r in now["references"]] == [r["query"] for r in before["references"]]
     assert any("closes the path" in w for w in now["warnings"])
+
+
+BORN_FIRST_WRONG = """[Query 1]: Where was Kevin Drew born?
+[Answer 1]: Montreal.
+[Query 2]: Who is the performer of Spirit If...?
+[Answer 2]: Kevin Drew.
+[Final Content]: Kevin Drew [2] was born in Montreal [1]."""
+"""A chain whose second node does not build on the first node's (wrong) answer."""
+
+
+def born_first_llm() -> RuleChatModel:
+    """Writes :data:`BORN_FIRST_WRONG`; after IR's correction, the same chain with Toronto."""
+
+    def respond(messages: Sequence[BaseMessage]) -> str:
+        traced = tracing_reply(messages)
+        if traced is not None:
+            return traced
+        wrong = BORN_FIRST_WRONG
+        return wrong.replace("Montreal", "Toronto") if "should be Toronto" in messages[-1].text else wrong
+
+    return RuleChatModel(respond=respond)
+
+
+def test_check_on_saves_the_round_after_a_correction_that_no_later_node_builds_on() -> None:
+    before_llm, now_llm = born_first_llm(), born_first_llm()
+    reads = {**CONFIDENT, "born": ReaderOutput("Toronto", 6.0)}
+    before = run(before_llm, reads, **OFF, confidence_threshold=1.5)
+    now = run(now_llm, reads, **{**OFF, "check_on": True}, confidence_threshold=1.5)
+    # Without it, round 2 writes the chain again with Toronto (node 1 a duplicate, node 2 checked);
+    # with it, IR checks node 2 in round 1 and the run goes on to the tracing.
+    assert before["rounds"] == 2 and before["usage"]["llm_calls"] == 3
+    assert now["rounds"] == 1 and now["usage"]["llm_calls"] == 2
+    assert [(r["query"], r["answer"]) for r in now["references"]] == [
+        (r["query"], r["answer"]) for r in before["references"]
+    ]
+    assert now["references"][0]["answer"] == "Toronto" and now["answer"] == before["answer"]
+    assert any("IR checks on" in w for w in now["warnings"])
+
+
+def test_check_on_still_asks_a_round_when_a_later_query_names_the_corrected_answer() -> None:
+    # CHAIN_WRONG's third query names Montreal, the answer IR corrects at node 2.
+    off, on = recording_llm(), recording_llm()
+    before, now = run(off, **OFF), run(on, **{**OFF, "check_on": True})
+    assert now["rounds"] == before["rounds"] == 3
+    assert len(on.calls) == len(off.calls) and now["answer"] == before["answer"]
+    assert not any("IR checks on" in w for w in now["warnings"])
+
+
+def test_builds_on_reads_the_later_queries_content_words() -> None:
+    chain = [
+        {"index": 1, "query": "When was the band formed?", "answer": "1998.", "unsolved": False},
+        {"index": 2, "query": "Where was Kevin Drew born?", "answer": "Toronto.", "unsolved": False},
+        {"index": 3, "query": "Which buses leave from Toronto?", "answer": "Greyhound.", "unsolved": False},
+    ]
+    assert builds_on(chain, 2, "Toronto.")
+    assert not builds_on(chain, 1, "1998.")
+    assert not builds_on(chain, 3, "Greyhound.")  # no later node
+    assert builds_on(chain, 1, "The.")  # no content word: a new round, as without the switch
 
 
 def test_compose_supported_saves_the_tracing_call_when_ir_stands_behind_every_step() -> None:

@@ -77,6 +77,7 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "verify_yes_no": True,
         "stop_at_final": False,
         "close_early": False,
+        "check_on": False,
         "compose_supported": False,
         "continuation": "fresh",
     },
@@ -93,6 +94,7 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "verify_yes_no": None,  # the reader's answers_yes_no
         "stop_at_final": True,
         "close_early": True,
+        "check_on": False,
         "compose_supported": False,  # a chain stopped at its final content concludes nothing to compose from
         "continuation": None,  # the model's: "path" where it continues a begun reply, else "fresh"
     },
@@ -109,6 +111,7 @@ _PRESET_BOOLS = (
     "date_order",
     "stop_at_final",
     "close_early",
+    "check_on",
     "compose_supported",
 )
 """The switches a preset sets: True, False or None (the preset's)."""
@@ -231,6 +234,12 @@ class Context:
         None,
         "No new round when IR changed only the chain's last node of a question answered by its last step: the "
         "path already holds every node, and the run goes on to the tracing.",
+    )
+    check_on: bool | None = _setting(
+        None,
+        "No new round when IR corrected a node whose replaced answer no later node's query names: IR keeps its "
+        "answer on the path and goes on checking the later nodes in the same round. A completion still starts a "
+        "round.",
     )
     compose_supported: bool | None = _setting(
         None,

@@ -38,7 +38,7 @@ from langchain_core.runnables import RunnableLambda
 
 from searchain_graph.ir.readers.base import ReaderOutput, usable_confidence
 from searchain_graph.method.adaptations.chain_repair import settle_nodes
-from searchain_graph.method.adaptations.closing import FINAL_MARKER, closes_chain, supported_answer
+from searchain_graph.method.adaptations.closing import FINAL_MARKER, builds_on, closes_chain, supported_answer
 from searchain_graph.method.adaptations.tracing_checks import compose_from_path
 from searchain_graph.method.adaptations.tracing_passages import (
     READER_TASKS,
@@ -289,6 +289,13 @@ class SearChainSteps:
                     warnings.append(f"round {rnd}: IR's {action} of the chain's last node closes the path")
                     feedback = None
                     break
+                if (
+                    settings.check_on
+                    and action == "correction"
+                    and not builds_on(chain, node["index"], node["answer"] or "")
+                ):
+                    warnings.append(f"round {rnd}: no later node builds on node {node['index']}'s answer; IR checks on")
+                    feedback = None
         if feedback is not None and rnd >= settings.max_rounds:
             warnings.append(
                 f"round {rnd}: stopped at max_rounds={settings.max_rounds} with a pending {feedback['kind']}"

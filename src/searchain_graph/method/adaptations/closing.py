@@ -1,6 +1,6 @@
 """Ending a run without the LLM calls whose result is known already.
 
-The ``Context`` fields ``stop_at_final``, ``close_early`` and ``compose_supported``.
+The ``Context`` fields ``stop_at_final``, ``close_early``, ``check_on`` and ``compose_supported``.
 
 Each SearChain question costs its LLM calls, and on a laptop each call costs seconds: the prompt's
 new tokens are computed at about 35 a second on two cores, and each generated token at about 10.
@@ -14,6 +14,12 @@ Three calls, or parts of calls, say nothing that the run does not know already:
   feedback by writing its chain again, with IR's answer in that node and nothing after it to
   change. The path already holds every node, so the round is not asked for: the run goes on to the
   tracing (:func:`closes_chain`).
+* **The round after IR corrected a node that no later node builds on** (``check_on``). A new round
+  exists to let the LLM rewrite what follows a corrected answer. When no later query names the
+  answer IR replaced (a comparison's second date, a detail asked about the question's own entity),
+  the LLM writes the same later queries again: IR keeps its correction on the path and checks the
+  later nodes in the same round (:func:`builds_on`). Only corrections: an unsolved node's later
+  queries may stand on what it did not know.
 * **The tracing call when IR stands behind every step** (``compose_supported``). When the path
   reaches the chain's end, every step's answer is IR's own or holds the reader's *g*
   (:func:`~searchain_graph.method.adaptations.tracing_passages.confirmed`) and the chain concluded
@@ -38,10 +44,16 @@ from collections.abc import Sequence
 from searchain_graph.method.adaptations.date_order import date_order_of
 from searchain_graph.method.adaptations.options import question_options
 from searchain_graph.method.adaptations.tracing_passages import confirmed
-from searchain_graph.method.parsing import answer_contains, extract_final_answer, trim_answer
+from searchain_graph.method.parsing import (
+    STOPWORDS,
+    answer_contains,
+    extract_final_answer,
+    normalize_answer,
+    trim_answer,
+)
 from searchain_graph.method.state import Branch, ChainNode, Reference
 
-__all__ = ["FINAL_MARKER", "asks_for_last_answer", "closes_chain", "supported_answer"]
+__all__ = ["FINAL_MARKER", "asks_for_last_answer", "builds_on", "closes_chain", "supported_answer"]
 
 FINAL_MARKER = "[Final Content]"
 """Where ``stop_at_final`` stops a Chain-of-Query reply."""
@@ -67,6 +79,16 @@ def closes_chain(chain: Sequence[ChainNode], node: int, question: str) -> bool:
     and the question's answer is the last step's (:func:`asks_for_last_answer`).
     """
     return bool(chain) and node == chain[-1]["index"] and asks_for_last_answer(question)
+
+
+def builds_on(chain: Sequence[ChainNode], node: int, answer: str) -> bool:
+    """Whether a node after ``node`` builds on its ``answer``: its query names a content word of it.
+
+    An answer without a content word ("Yes.") counts as built on.
+    """
+    words = set(normalize_answer(answer).split()) - STOPWORDS
+    later = [n for n in chain if n["index"] > node]
+    return not words or any(words & set(normalize_answer(n["query"]).split()) for n in later)
 
 
 def supported_answer(path: Sequence[Reference], branch: Branch | None, question: str) -> str | None:
