@@ -43,7 +43,13 @@ from searchain_graph.method.ir_tasks import open_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 CHOOSE = ROOT.parent / "shared/data/hotpotqa/hotpotqa_validation.choose.jsonl"
-BEFORE = {"stop_at_final": False, "close_early": False, "compose_supported": False, "continuation": "fresh"}
+BEFORE = {
+    "stop_at_final": False,
+    "close_early": False,
+    "check_on": False,
+    "compose_supported": False,
+    "continuation": "fresh",
+}
 """The tuned preset as it was before it saved calls: every round and the tracing asked of the LLM."""
 
 

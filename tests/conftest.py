@@ -90,7 +90,7 @@ def every_round_and_the_tracing_call(request: pytest.FixtureRequest, monkeypatch
     """Unit tests run the tuned preset without the switches that save LLM calls and tokens.
 
     Their fake LLMs (tests.fakes) were written for a run that asks every round and the tracing
-    call (three branches, a traced answer) and reads each whole chain; ``close_early`` and
+    call (three branches, a traced answer) and reads each whole chain; ``close_early``, ``check_on`` and
     ``compose_supported`` end such runs a round or a call sooner, and ``stop_at_final`` stops each
     reply before its final content. The switches' own tests (``@pytest.mark.shipped_preset``), and every
     integration test, run the preset as it ships.
@@ -100,5 +100,6 @@ def every_round_and_the_tracing_call(request: pytest.FixtureRequest, monkeypatch
     from searchain_graph.method.context import PRESET_VALUES
 
     monkeypatch.setitem(PRESET_VALUES["tuned"], "close_early", False)
+    monkeypatch.setitem(PRESET_VALUES["tuned"], "check_on", False)
     monkeypatch.setitem(PRESET_VALUES["tuned"], "compose_supported", False)
     monkeypatch.setitem(PRESET_VALUES["tuned"], "stop_at_final", False)

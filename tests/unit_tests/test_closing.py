@@ -32,8 +32,8 @@ from tests.unit_tests.test_graph import CONFIDENT, correcting_llm
 pytestmark = pytest.mark.shipped_preset
 
 SAVING = {"stop_at_final": True, "close_early": True, "compose_supported": True}
-OFF = {"stop_at_final": False, "close_early": False, "compose_supported": False}
-"""SearChain as it ran before the switches (the tuned preset now turns stop_at_final and close_early on)."""
+OFF = {"stop_at_final": False, "close_early": False, "check_on": False, "compose_supported": False}
+"""SearChain as it ran before the switches (the tuned preset now turns stop_at_final, close_early and check_on on)."""
 
 
 class StopsRecorded(RuleChatModel):
@@ -240,13 +240,23 @@ def test_the_tuned_preset_saves_calls_and_begins_later_rounds_only_for_a_model_t
     from searchain_graph.method.graph import continues_begun_reply, reader_settings
 
     tuned = Context().resolved(threshold=1.0, reader_yes_no=False)
-    assert (tuned.close_early, tuned.compose_supported, tuned.stop_at_final) == (True, False, True)
+    assert (tuned.close_early, tuned.check_on, tuned.compose_supported, tuned.stop_at_final) == (
+        True,
+        True,
+        False,
+        True,
+    )
     assert (
         tuned.continuation == "fresh"
         and Context().resolved(threshold=1.0, reader_yes_no=False, continues=True).continuation == "path"
     )
     paper = Context(preset="paper").resolved(threshold=1.0, reader_yes_no=False, continues=True)
-    assert (paper.close_early, paper.compose_supported, paper.continuation) == (False, False, "fresh")
+    assert (paper.close_early, paper.check_on, paper.compose_supported, paper.continuation) == (
+        False,
+        False,
+        False,
+        "fresh",
+    )
     local = TransformersChatModel(model_path="/nowhere")  # not loaded: only its class is asked
     assert continues_begun_reply(local) and continues_begun_reply(local.with_retry())
     assert not continues_begun_reply(tree_llm())  # an OpenAI-style model starts a new turn

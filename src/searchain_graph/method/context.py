@@ -94,7 +94,7 @@ PRESET_VALUES: dict[str, dict[str, Any]] = {
         "verify_yes_no": None,  # the reader's answers_yes_no
         "stop_at_final": True,
         "close_early": True,
-        "check_on": False,
+        "check_on": True,
         "compose_supported": False,  # a chain stopped at its final content concludes nothing to compose from
         "continuation": None,  # the model's: "path" where it continues a begun reply, else "fresh"
     },

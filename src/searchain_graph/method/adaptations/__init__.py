@@ -19,8 +19,9 @@ module                                 ``Context`` field             what it cha
 :mod:`.options`                        ``option_answers``            "A or B?" answered with an option
 :mod:`.date_order`                     ``date_order``                "born first, A or B?" answered from the dates
 :mod:`.closing`                        ``stop_at_final``,            no final content written before the tracing,
-                                       ``close_early``,              no round after IR changed the last node, no
-                                       ``compose_supported``         tracing call where IR stands behind every step
+                                       ``close_early``,              no round after IR changed the last node, or
+                                       ``check_on``,                 a node no later node builds on, no tracing
+                                       ``compose_supported``         call where IR stands behind every step
 =====================================  ============================  =============================================
 
 ``verify_yes_no`` is the one more field the presets set: the paper verifies every answer; the

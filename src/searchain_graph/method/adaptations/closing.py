@@ -4,7 +4,7 @@ The ``Context`` fields ``stop_at_final``, ``close_early``, ``check_on`` and ``co
 
 Each SearChain question costs its LLM calls, and on a laptop each call costs seconds: the prompt's
 new tokens are computed at about 35 a second on two cores, and each generated token at about 10.
-Three calls, or parts of calls, say nothing that the run does not know already:
+Four calls, or parts of calls, say nothing that the run does not know already:
 
 * **The chain's own final content** (``stop_at_final``). With ``tracing="reader"`` or
   ``"reader_confirmed"`` the final answer is read from the path's passages, not from the
@@ -29,8 +29,9 @@ Three calls, or parts of calls, say nothing that the run does not know already:
   that checks a detail), or a question with two options or a yes/no answer, is still traced. With
   ``stop_at_final`` a chain concludes nothing, so the two do not combine.
 
-The paper's preset turns all three off: the paper's LLM writes the final content, answers every
-feedback, and traces every path. The tuned preset turns ``stop_at_final`` and ``close_early`` on:
+The paper's preset turns all four off: the paper's LLM writes the final content, answers every
+feedback, and traces every path. The tuned preset turns ``stop_at_final``, ``close_early`` and
+``check_on`` on:
 stopping at the final content saves more generated tokens than composing saves calls (composing
 applies to about one path in ten), and cost no accuracy on the choose questions it was measured on
 (``docs/method.md``).
