@@ -208,7 +208,10 @@ class LlamaCppDecoder:
         if self._socket is not None:
             params.hostnames = [self._socket]
         self.prefixes = PrefixStore(Path(cfg.prefix_store)) if cfg.prefix_store and cfg.slots == 1 else None
-        params.endpoint_slots = self.prefixes is not None
+        # GET /slots is answered by the server's main loop (see _await_loop). A slot file is written
+        # into the prefix store, or else into the private control folder, never the working folder.
+        params.endpoint_slots = True
+        params.slot_save_path = self._control + os.sep
         if self.prefixes is not None:
             self.prefixes.directory.mkdir(parents=True, exist_ok=True)
             params.slot_save_path = str(self.prefixes.directory) + os.sep
@@ -217,7 +220,7 @@ class LlamaCppDecoder:
         except Exception as exc:  # llama.cpp reports a file it cannot load as a plain exception
             raise LlamaCppUnavailableError(f"llama.cpp could not load {self.gguf}: {exc}") from exc
         self._address = str(self._server.listening_address)
-        self._await_listener()
+        self._await_loop()
         self._stats_lock = threading.Lock()
         self._restore_failed = False
         # The tokens the one slot holds after the last call: what a call ended by our own stop check
@@ -231,27 +234,34 @@ class LlamaCppDecoder:
         host, _, port = self._address.removeprefix("http://").rpartition(":")
         return http.client.HTTPConnection(host, int(port), timeout=timeout)
 
-    def _await_listener(self, seconds: float = 10.0) -> None:
-        """Return once the server's HTTP thread answers a request.
+    def _await_loop(self, seconds: float = 300.0) -> None:
+        """Return once the server's main loop has answered a task.
 
-        Destroying a server whose HTTP thread has not yet entered its accept loop loses the stop
-        request, and the destructor then waits for that thread for ever (seen in about half of the
-        decoders dropped right after they were made). One answered request shows the loop runs.
+        The server's thread enters its main loop only after the constructor returns, and a server
+        destroyed before that loses the stop request: its destructor then waits for the loop for
+        ever (seen in about half of the decoders dropped right after they were made, and, on a busy
+        machine, after ``/health`` had answered). ``GET /slots`` is answered from the main loop, so
+        its answer shows the loop runs. The wait is long because a hang is for ever; a warning
+        after it says the loop never answered.
         """
         deadline = time.monotonic() + seconds
+        headers = {"Authorization": f"Bearer {self._key}"}
         while True:
-            conn = self._connection(timeout=2)
+            conn = self._connection(timeout=5)
             try:
-                conn.request("GET", "/health", headers={"Authorization": f"Bearer {self._key}"})
-                conn.getresponse().read()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    logger.warning("llama.cpp's HTTP listener did not answer within %.0f s", seconds)
+                conn.request("GET", "/slots", headers=headers)
+                reply = conn.getresponse()
+                reply.read()
+                if reply.status == 200:
                     return
-                time.sleep(0.01)
+            except OSError:
+                pass
             finally:
                 conn.close()
+            if time.monotonic() > deadline:
+                logger.warning("llama.cpp's main loop did not answer within %.0f s", seconds)
+                return
+            time.sleep(0.01)
 
     def _slot_action(self, action: str, filename: str) -> bool:
         """Save or restore slot 0 through the server's own listener; False (and a log line) when it fails."""
