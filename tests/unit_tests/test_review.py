@@ -352,3 +352,40 @@ def test_a_decision_on_a_server_restarted_without_review_is_refused_and_the_run_
         assert client.get(f"/runs/{run['run_id']}").json()["status"] == "review"  # nothing lost: it still waits
     with TestClient(create_app(_graph(), db=db), base_url="http://127.0.0.1") as client:
         assert client.post(f"/runs/{run['run_id']}/review", json=accept).status_code == 202
+
+
+def test_two_corrections_of_one_round_each_pause_under_check_on() -> None:
+    from langchain_core.messages import BaseMessage
+
+    from tests.fakes import RuleChatModel, tracing_reply
+
+    chain = (
+        "[Query 1]: Where was Kevin Drew born?\n[Answer 1]: Montreal.\n"
+        "[Query 2]: Who is the performer of Spirit If...?\n[Answer 2]: Feist.\n"
+        "[Final Content]: Feist [2] was born in Montreal [1]."
+    )
+
+    def respond(messages: list[BaseMessage]) -> str:
+        traced = tracing_reply(messages)
+        return traced if traced is not None else chain
+
+    graph = create_searchain_graph(
+        RuleChatModel(respond=respond),
+        retriever(),
+        ScriptedReader(TREE_READS),
+        confidence_threshold=1.5,
+        checkpointer=InMemorySaver(),
+        review=True,
+        tracing="pairs",
+        check_on=True,
+        close_early=True,
+    )
+    config, first = _paused(graph, "t-check-on")
+    assert (first["round"], first["node"]) == (1, 1)
+    out = graph.invoke(Command(resume="accept"), config)
+    (second,) = out["__interrupt__"]  # node 2 does not build on Montreal: IR checked on, in round 1
+    assert (second.value["round"], second.value["node"]) == (1, 2) and second.value["g"] == "Kevin Drew"
+    out = graph.invoke(Command(resume="accept"), config)
+    assert "__interrupt__" not in out and out["rounds"] == 1
+    assert [c["decided_by"] for c in out["tree"][0]["checks"]] == ["ir+person", "ir+person"]
+    assert [r["answer"] for r in out["references"]] == ["Toronto", "Kevin Drew"]
