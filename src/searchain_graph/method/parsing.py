@@ -235,6 +235,11 @@ def answer_contains(answer: str | None, span: str) -> bool:
     return f" {needle} " in f" {hay} "
 
 
+def content_words(text: str | None) -> set[str]:
+    """The normalised words of ``text`` that are not :data:`STOPWORDS`."""
+    return set(normalize_answer(text or "").split()) - STOPWORDS
+
+
 def mentions(text: str | None, span: str | None) -> bool:
     """Whether ``text`` states ``span``: it contains it, or at least half of its content words.
 
@@ -244,7 +249,7 @@ def mentions(text: str | None, span: str | None) -> bool:
     """
     if answer_contains(text, span or ""):
         return True
-    wanted = set(normalize_answer(span or "").split()) - STOPWORDS
+    wanted = content_words(span)
     if not wanted:
         return True
     have = set(normalize_answer(text or "").split())

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from searchain_graph.method.parsing import STOPWORDS, ParsedChain, answer_contains, normalize_answer
+from searchain_graph.method.parsing import ParsedChain, answer_contains, content_words
 from searchain_graph.method.state import ChainNode
 
 __all__ = ["copied_names", "says_unknown", "settle_nodes"]
@@ -47,7 +47,7 @@ def says_unknown(answer: str | None) -> bool:
     """
     if not answer or re.match(r"^\W*(yes|no)\b", answer, re.IGNORECASE):
         return False
-    said = set(normalize_answer(answer).split()) - STOPWORDS
+    said = content_words(answer)
     # "I" right after a word is the numeral ("Division I", "World War I"), not the pronoun of
     # "I don't know": then it is a word of the answer.
     unknown = _NO_KNOWLEDGE - {"i"} if _NUMERAL_I.search(answer) else _NO_KNOWLEDGE

@@ -46,8 +46,8 @@ from searchain_graph.method.adaptations.date_order import date_order_of
 from searchain_graph.method.adaptations.options import question_options
 from searchain_graph.method.adaptations.tracing_passages import confirmed
 from searchain_graph.method.parsing import (
-    STOPWORDS,
     answer_contains,
+    content_words,
     extract_final_answer,
     normalize_answer,
     trim_answer,
@@ -87,7 +87,7 @@ def builds_on(chain: Sequence[ChainNode], node: int, answer: str) -> bool:
 
     An answer without a content word ("Yes.") counts as built on.
     """
-    words = set(normalize_answer(answer).split()) - STOPWORDS
+    words = content_words(answer)
     later = [n for n in chain if n["index"] > node]
     return not words or any(words & set(normalize_answer(n["query"]).split()) for n in later)
 
