@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
 from langchain_core.retrievers import BaseRetriever
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -19,7 +20,7 @@ from pydantic import Field
 
 from searchain_graph import create_searchain_graph
 from searchain_graph.method.review import MAX_REVIEW_ANSWER_CHARS, StaleDecisionError, review_decision
-from tests.fakes import QUESTION, TREE_READS, ScriptedReader, retriever, tree_llm
+from tests.fakes import QUESTION, TREE_READS, RuleChatModel, ScriptedReader, retriever, tracing_reply, tree_llm
 
 
 def _graph(llm: Any = None) -> Any:
@@ -355,10 +356,6 @@ def test_a_decision_on_a_server_restarted_without_review_is_refused_and_the_run_
 
 
 def test_two_corrections_of_one_round_each_pause_under_check_on() -> None:
-    from langchain_core.messages import BaseMessage
-
-    from tests.fakes import RuleChatModel, tracing_reply
-
     chain = (
         "[Query 1]: Where was Kevin Drew born?\n[Answer 1]: Montreal.\n"
         "[Query 2]: Who is the performer of Spirit If...?\n[Answer 2]: Feist.\n"

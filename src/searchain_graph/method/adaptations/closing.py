@@ -49,7 +49,6 @@ from searchain_graph.method.parsing import (
     answer_contains,
     content_words,
     extract_final_answer,
-    normalize_answer,
     trim_answer,
 )
 from searchain_graph.method.state import Branch, ChainNode, Reference
@@ -89,7 +88,7 @@ def builds_on(chain: Sequence[ChainNode], node: int, answer: str) -> bool:
     """
     words = content_words(answer)
     later = [n for n in chain if n["index"] > node]
-    return not words or any(words & set(normalize_answer(n["query"]).split()) for n in later)
+    return not words or any(words & content_words(n["query"]) for n in later)
 
 
 def supported_answer(path: Sequence[Reference], branch: Branch | None, question: str) -> str | None:
