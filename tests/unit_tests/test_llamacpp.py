@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from searchain_graph.llms.llamacpp import (
     LlamaCppConfig,
     LlamaCppDecoder,
     gguf_header,
+    gguf_tokenizer,
     train_context,
 )
 
@@ -169,6 +172,44 @@ def test_the_first_run_converts_nothing(gguf: Path, tmp_path: Path, monkeypatch:
     assert grown < SMOLLM2_FP32_BYTES / 2, grown  # the file (90 MB) mapped, a KV cache; no fp32 copy (538 MB)
     assert list((tmp_path / "tokenizers").iterdir())  # the one thing written: the tokenizer's conversion
     assert not (tmp_path / "dequantized").exists() and not (tmp_path / "onnx").exists()
+
+
+def test_two_first_runs_caching_the_tokenizer_at_once_warn_of_nothing(
+    gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The run that loses the race finds the winner's copy: no warning, no partial left behind.
+
+    A cache that cannot be written at all is still a warning, and the tokenizer is still returned.
+    """
+    from transformers import PreTrainedTokenizerFast
+
+    monkeypatch.setenv("SEARCHAIN_CACHE", str(tmp_path / "winner"))
+    gguf_tokenizer(gguf)  # the other process's finished copy
+    (won,) = (tmp_path / "winner" / "tokenizers").iterdir()
+    monkeypatch.setenv("SEARCHAIN_CACHE", str(tmp_path / "cache"))
+    real_save = PreTrainedTokenizerFast.save_pretrained
+
+    def save_while_the_other_finishes(self: Any, directory: Any, *args: Any, **kwargs: Any) -> Any:
+        shutil.copytree(won, tmp_path / "cache" / "tokenizers" / won.name)
+        return real_save(self, directory, *args, **kwargs)
+
+    monkeypatch.setattr(PreTrainedTokenizerFast, "save_pretrained", save_while_the_other_finishes)
+    with caplog.at_level(logging.WARNING, logger="searchain_graph.llms.llamacpp"):
+        assert gguf_tokenizer(gguf).eos_token_id is not None
+    assert not caplog.records
+    assert [p.name for p in (tmp_path / "cache" / "tokenizers").iterdir()] == [won.name]
+
+    monkeypatch.setattr(PreTrainedTokenizerFast, "save_pretrained", real_save)
+    monkeypatch.setenv("SEARCHAIN_CACHE", str(tmp_path / "unwritable"))
+
+    def refuse(*args: Any) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("searchain_graph.llms.llamacpp.os.replace", refuse)
+    with caplog.at_level(logging.WARNING, logger="searchain_graph.llms.llamacpp"):
+        assert gguf_tokenizer(gguf).eos_token_id is not None
+    assert "could not cache the tokenizer" in caplog.text
+    assert not list((tmp_path / "unwritable" / "tokenizers").iterdir())  # the partial copy is removed
 
 
 def test_the_header_reader_reads_what_the_file_records(gguf: Path) -> None:

@@ -478,8 +478,9 @@ def gguf_tokenizer(gguf: Path) -> Any:
     try:
         tokenizer.save_pretrained(partial)
         os.replace(partial, target)
-    except OSError as exc:  # a cache we cannot write is not an error; a concurrent writer may have won
-        logger.warning("could not cache the tokenizer of %s: %s", gguf, exc)
+    except OSError as exc:  # a cache we cannot write is not an error
+        if not (target / "tokenizer_config.json").is_file():  # else a concurrent first run cached it first
+            logger.warning("could not cache the tokenizer of %s: %s", gguf, exc)
     finally:
         if partial.exists():
             import shutil
