@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The report sets, run once at the final configuration (the tuned preset as shipped; nothing is
+# chosen on them): HotpotQA's shared first 200, 2Wiki's and MuSiQue's 100.
+#
+#   bash docs/results/qwen/final/run.sh hotpotqa|2wikimultihopqa|musique
+#
+# Per dataset: SearChain, SearChain w/o IR, IRCoT and direct retrieval on BM25's top 5 re-ranked
+# by the bundled reader; the paper's preset on the same retriever; IRCoT and direct retrieval on
+# BM25 alone. Every command resumes from the records it wrote (one per question and method), and
+# its LLM calls, retrievals and readings are kept in one cache file, so a stopped run loses at most
+# the question in flight. A record's options name the switches its run set: a run of other
+# settings cannot extend a file. One process per core (OMP_NUM_THREADS=1); the records' seconds are
+# not comparable when runs share the machine. 2Wiki's and MuSiQue's records stay local (licences).
+set -euo pipefail
+cd "$(dirname "$0")/../../../.."
+D=${SEARCHAIN_DATA:-../shared/data}
+OUT=docs/results/qwen/final
+case "${1:-}" in
+  hotpotqa) DATA="$D/hotpotqa/ircot_dev_subsampled.first200.jsonl" ;;
+  2wikimultihopqa) DATA="$D/2wikimultihopqa/dev.sample100.jsonl" ;;
+  musique) DATA="$D/musique/musique_ans_dev.sample100.jsonl" ;;
+  *) echo "usage: $0 hotpotqa|2wikimultihopqa|musique" >&2; exit 2 ;;
+esac
+COMMON=(--dataset "$1" --data "$DATA" --reader bundled --cache runs/report-cache.sqlite --quiet)
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+searchain eval "${COMMON[@]}" --methods searchain,searchain_no_ir,ircot,direct_retrieval \
+  --demonstrations turns --rerank 5 --out "$OUT/$1.jsonl"
+searchain eval "${COMMON[@]}" --methods searchain --preset paper --rerank 5 --out "$OUT/$1-paper.jsonl"
+searchain eval "${COMMON[@]}" --methods ircot,direct_retrieval --rerank 0 --out "$OUT/$1-bm25.jsonl"
