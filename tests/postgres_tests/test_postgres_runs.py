@@ -1,6 +1,6 @@
 """``searchain serve --db postgresql://...`` in process: the store, the claims across connections, and
 two run managers on one database (one starts a run, the other follows it; an orphaned run is
-adopted by exactly one of them). Issue 37; the real servers are in ``test_postgres_serve.py``.
+adopted by exactly one of them). The real servers are in ``test_postgres_serve.py``.
 """
 
 from __future__ import annotations

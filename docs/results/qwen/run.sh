@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 36's evaluation runs with Qwen2.5-Coder-1.5B-Instruct (the offline default LLM), in the order
+# The first evaluation runs with Qwen2.5-Coder-1.5B-Instruct (the offline default LLM), in the order
 # they are worth having. Every command resumes from the records already written (one per question and
 # method), so this script is run again, as often as needed, until every run is complete; stopping it
 # (Ctrl-C, SIGTERM, a killed machine) loses at most the pairs in flight.

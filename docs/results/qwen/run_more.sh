@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 36, after the evaluation's own runs: two comparisons the runs asked for, resumable like run.sh
+# After run.sh's own runs: two comparisons the runs asked for, resumable like run.sh
 # (every command skips the pairs already recorded). run.sh calls it before 2Wiki's rerun.
 #
 #   bash docs/results/qwen/run_more.sh       # from the repository root, the package installed
