@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import warnings
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +58,16 @@ class ReplayedCalls(BaseChatModel):
     def model_post_init(self, context: Any) -> None:
         self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
 
+    def close(self) -> None:
+        """Close the file."""
+        self._conn.close()
+
     def _generate(
         self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
     ) -> ChatResult:
-        # The prompt as BaseChatModel's cache lookup writes it: the messages without their ids.
+        # The prompt as BaseChatModel's cache lookup writes it (the messages without their ids), and
+        # its digest as SQLiteLLMCache keys it: written out here, since the replay also runs the
+        # code of versions that predate ``searchain_graph.llms.call_cache``.
         bare = [m.model_copy(update={"id": None}) if getattr(m, "id", None) is not None else m for m in messages]
         key = hashlib.sha256(dumps(bare).encode("utf-8", "surrogatepass")).hexdigest()
         with self._lock:
@@ -97,11 +104,15 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as folder:
         copy = Path(folder) / "calls.sqlite"
-        with sqlite3.connect(f"file:{args.cache}?mode=ro", uri=True) as source, sqlite3.connect(copy) as target:
-            source.backup(target)  # a consistent copy, even while a run writes the file
+        with closing(sqlite3.connect(f"file:{args.cache}?mode=ro", uri=True)) as source:
+            with closing(sqlite3.connect(copy)) as target:
+                source.backup(target)  # a consistent copy, even while a run writes the file
         llm = ReplayedCalls(path=str(copy))
         loading.load_chat_model = lambda *a, **k: llm  # the CLI imports it at call time
-        code = searchain(["eval", *eval_args])
+        try:
+            code = searchain(["eval", *eval_args])
+        finally:
+            llm.close()
         print(
             f"LLM calls answered from {args.cache}: {llm.calls['answered']}, missed: {llm.calls['missed']}"
             + (f", matched under two settings: {llm.calls['ambiguous']}" if llm.calls["ambiguous"] else "")
