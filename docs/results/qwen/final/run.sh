@@ -10,16 +10,17 @@
 # its LLM calls, retrievals and readings are kept in one cache file, so a stopped run loses at most
 # the question in flight. A record's options name the switches its run set: a run of other
 # settings cannot extend a file. One process per core (OMP_NUM_THREADS=1); the records' seconds are
-# not comparable when runs share the machine. 2Wiki's and MuSiQue's records stay local (licences).
+# not comparable when runs share the machine. 2Wiki's and MuSiQue's records are written without the
+# dataset's text (`--without-text`: 2Wiki states no licence), so that they can be kept in git.
 # A second argument runs one of the three steps alone (the default runs all three in turn).
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 D=${SEARCHAIN_DATA:-../shared/data}
 OUT=docs/results/qwen/final
 case "${1:-}" in
-  hotpotqa) DATA="$D/hotpotqa/ircot_dev_subsampled.first200.jsonl" ;;
-  2wikimultihopqa) DATA="$D/2wikimultihopqa/dev.sample100.jsonl" ;;
-  musique) DATA="$D/musique/musique_ans_dev.sample100.jsonl" ;;
+  hotpotqa) DATA="$D/hotpotqa/ircot_dev_subsampled.first200.jsonl"; TEXT=() ;;
+  2wikimultihopqa) DATA="$D/2wikimultihopqa/dev.sample100.jsonl"; TEXT=(--without-text) ;;
+  musique) DATA="$D/musique/musique_ans_dev.sample100.jsonl"; TEXT=(--without-text) ;;
   *) echo "usage: $0 hotpotqa|2wikimultihopqa|musique [methods|paper|bm25]" >&2; exit 2 ;;
 esac
 STEP=${2:-all}
@@ -28,7 +29,7 @@ case "$STEP" in
   *) echo "unknown step '$STEP': expected methods, paper or bm25" >&2; exit 2 ;;
 esac
 step() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
-COMMON=(--dataset "$1" --data "$DATA" --reader bundled --cache runs/report-cache.sqlite --quiet)
+COMMON=(--dataset "$1" --data "$DATA" --reader bundled --cache runs/report-cache.sqlite --quiet "${TEXT[@]}")
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 if step methods; then
   searchain eval "${COMMON[@]}" --methods searchain,searchain_no_ir,ircot,direct_retrieval \
